@@ -1,0 +1,314 @@
+"""The `coevo` command line: each command parses, calls one library function, prints."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+
+import click
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+import miner
+from tasks import (
+    CoevoError,
+    MiningRun,
+    Repository,
+    Store,
+    TestChangeKind,
+    list_candidates,
+    open_store,
+)
+
+from . import __version__
+from .pipeline import run_pipeline
+
+out = Console()
+err = Console(stderr=True)
+
+
+class BadDate(CoevoError):
+    """A date option that is not ISO 8601."""
+
+
+def parse_date(value: str | None, option: str) -> datetime | None:
+    """An ISO date or datetime; a date means midnight UTC, a time without zone means UTC."""
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise BadDate(f"{option} {value!r} is not a date; use YYYY-MM-DD or an ISO 8601 time") from None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _common(command: Callable[..., None]) -> Callable[..., None]:
+    """The options every command takes: the database and JSON output."""
+    command = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(command)
+    return click.option(
+        "--db",
+        metavar="PATH|URL",
+        help="SQLite file or SQLAlchemy URL [env COEVO_DB; default ./coevo.db].",
+    )(command)
+
+
+def _window(command: Callable[..., None]) -> Callable[..., None]:
+    command = click.option("--until", metavar="DATE", help="Only commits before this date (YYYY-MM-DD).")(
+        command
+    )
+    return click.option("--since", metavar="DATE", help="Only commits on or after this date (YYYY-MM-DD).")(
+        command
+    )
+
+
+def _mining(command: Callable[..., None]) -> Callable[..., None]:
+    command = click.option(
+        "--language",
+        type=click.Choice(["auto", "java", "python"]),
+        default="auto",
+        show_default=True,
+        help="The repository's language; auto detects it from the files.",
+    )(command)
+    return click.argument("repos", nargs=-1, required=True, metavar="REPO...")(command)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="coevo")
+def app() -> None:
+    """Mine, curate and score a live benchmark of real test/code co-evolution."""
+
+
+@app.command()
+@_mining
+@_window
+@_common
+def run(
+    repos: tuple[str, ...],
+    language: str,
+    since: str | None,
+    until: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run the whole pipeline (today: mine) on repositories.
+
+    REPO is a local path or a clone URL. Example: coevo run ./my-repo --since 2024-01-01
+    """
+    store = open_store(db)
+    with _progress(as_json) as progress:
+        report = run_pipeline(
+            store,
+            repos,
+            since=parse_date(since, "--since"),
+            until=parse_date(until, "--until"),
+            language=language,
+            progress=progress,
+        )
+    _print_runs(store, report.runs, as_json, report.errors)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@app.command("mine")
+@_mining
+@_window
+@click.option(
+    "--window-hours",
+    type=float,
+    default=12.0,
+    show_default=True,
+    help="Production-only commits this close before a test-only commit join its pair.",
+)
+@click.option(
+    "--test-glob",
+    multiple=True,
+    help="A glob that marks test files (repeatable; replaces the language default).",
+)
+@click.option("--exclude-glob", multiple=True, help="A glob of files to ignore (repeatable).")
+@_common
+def mine_command(
+    repos: tuple[str, ...],
+    language: str,
+    since: str | None,
+    until: str | None,
+    window_hours: float,
+    test_glob: tuple[str, ...],
+    exclude_glob: tuple[str, ...],
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Mine co-evolution candidates from git history.
+
+    REPO is a local path or a clone URL. Example: coevo mine ./my-repo --since 2024-01-01
+    """
+    store = open_store(db)
+    request_since, request_until = parse_date(since, "--since"), parse_date(until, "--until")
+    runs: list[MiningRun] = []
+    with _progress(as_json) as progress:
+        for location in repos:
+            runs.append(
+                miner.mine(
+                    store,
+                    miner.MineRequest(
+                        location=location,
+                        since=request_since,
+                        until=request_until,
+                        language=language,
+                        window=timedelta(hours=window_hours),
+                        test_globs=test_glob,
+                        exclude_globs=exclude_glob,
+                    ),
+                    progress,
+                )
+            )
+    _print_runs(store, runs, as_json, {})
+
+
+@app.command()
+@click.option("--repo", help="Only this repository (its name).")
+@click.option(
+    "--kind",
+    type=click.Choice([k.value for k in TestChangeKind]),
+    help="Only this change kind.",
+)
+@_window
+@click.option("--limit", type=int, default=50, show_default=True, help="Show at most this many; 0 for all.")
+@_common
+def candidates(
+    repo: str | None,
+    kind: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """List and count mined candidates, newest first.
+
+    Example: coevo candidates --kind inserted --json
+    """
+    listing = list_candidates(
+        open_store(db),
+        repository=repo,
+        kind=TestChangeKind(kind) if kind else None,
+        since=parse_date(since, "--since"),
+        until=parse_date(until, "--until"),
+        limit=limit if limit > 0 else None,
+    )
+    if as_json:
+        click.echo(listing.model_dump_json(indent=2))
+        return
+    table = Table("repo", "rev2", "date", "kind", "test", "focal (static)", box=None)
+    for cand in listing.candidates:
+        focal = ", ".join(f"{f.method} [{'/'.join(f.provenance)}]" for f in cand.focal[:3])
+        more = f" +{len(cand.focal) - 3}" if len(cand.focal) > 3 else ""
+        table.add_row(
+            cand.repository,
+            cand.rev2[:10],
+            cand.rev2_date.date().isoformat(),
+            cand.change_kind,
+            f"{cand.test_file}::{cand.test_method}",
+            (focal + more) or "-",
+        )
+    if listing.candidates:
+        out.print(table)
+    counts = ", ".join(f"{n} {k}" for k, n in listing.by_kind.items()) or "none"
+    shown = f" (showing {len(listing.candidates)})" if len(listing.candidates) < listing.total else ""
+    out.print(f"{listing.total} candidates{shown}: {counts}", highlight=False)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[miner.Progress]:
+    """A rich progress bar on stderr, one task per repository."""
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("commits"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+    )
+    current: list[TaskID] = []
+
+    def start(name: str, total: int) -> None:
+        current.append(bar.add_task(f"mining {name}", total=total))
+
+    def advance(n: int) -> None:
+        bar.advance(current[-1], n)
+
+    with bar:
+        yield miner.Progress(start=start, advance=advance)
+
+
+def _print_runs(store: Store, runs: list[MiningRun], as_json: bool, errors: dict[str, str]) -> None:
+    names = _repository_names(store, runs)
+    if as_json:
+        payload = {
+            "runs": [{"repository": names[r.repository_id], **r.model_dump(mode="json")} for r in runs],
+            "errors": errors,
+        }
+        out.print_json(json.dumps(payload))
+        return
+    for r in runs:
+        out.print(
+            f"{names[r.repository_id]}: {r.status} — {r.commits_scanned} commits read, "
+            f"{r.commits_selected} selected, {r.test_commits} changed tests "
+            f"({r.already_mined} already mined), {r.pairs} pairs, {r.candidates} candidates, "
+            f"{r.skipped_files} files skipped",
+            highlight=False,
+        )
+    for location, message in errors.items():
+        err.print(f"error: {location}: {message}", highlight=False)
+
+
+def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:
+    with store.session() as session:
+        names = {}
+        for r in runs:
+            repo = session.get(Repository, r.repository_id)
+            names[r.repository_id] = repo.name if repo else str(r.repository_id)
+        return names
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The console script: user errors end in one line on stderr, never a traceback."""
+    try:
+        result = app.main(args=argv, prog_name="coevo", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 1
+    except click.UsageError as exc:
+        hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
+        err.print(f"error: {exc.format_message()}{hint}", highlight=False, soft_wrap=True)
+        return 2
+    except click.Abort:
+        err.print("interrupted; the work done so far is saved, run the command again to resume")
+        return 130
+    except KeyboardInterrupt:
+        err.print("interrupted; the work done so far is saved, run the command again to resume")
+        return 130
+    except CoevoError as exc:
+        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        return 1
+    return result if isinstance(result, int) else 0
+
+
+def entry_point() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry_point()

@@ -1,0 +1,49 @@
+"""The whole pipeline in one call: what `coevo run` and the scheduler execute.
+
+Today it mines; curation, export and the site join it as they are built.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from miner import MineRequest, Progress, mine
+from tasks import CoevoError, MiningRun, Store
+
+
+@dataclass
+class PipelineReport:
+    """What one pipeline run did, per repository, and the errors that stopped a repository."""
+
+    runs: list[MiningRun] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def run_pipeline(
+    store: Store,
+    locations: Sequence[str],
+    since: datetime | None = None,
+    until: datetime | None = None,
+    language: str = "auto",
+    progress: Progress | None = None,
+) -> PipelineReport:
+    """Runs every stage for each repository; a repository that fails does not stop the others."""
+    report = PipelineReport()
+    for location in locations:
+        try:
+            run = mine(
+                store,
+                MineRequest(location=location, since=since, until=until, language=language),
+                progress,
+            )
+        except CoevoError as exc:
+            report.errors[location] = str(exc)
+            continue
+        report.runs.append(run)
+    return report

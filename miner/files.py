@@ -1,0 +1,63 @@
+"""Which files are test code and which are production code, per language and repository."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from fnmatch import fnmatchcase
+from pathlib import PurePosixPath
+
+from .languages import Language
+
+_DEFAULT_EXCLUDES: dict[str, tuple[str, ...]] = {
+    "java": ("**/package-info.java", "package-info.java", "module-info.java", "**/module-info.java"),
+    "python": (
+        "setup.py", "noxfile.py", "docs/**", "doc/**", "examples/**", "**/migrations/**",
+        "benchmarks/**", "bench/**",
+    ),
+}  # fmt: skip
+
+
+class FileRole(StrEnum):
+    TEST = "test"
+    PRODUCTION = "production"
+    OTHER = "other"
+
+
+@dataclass(frozen=True)
+class FilePatterns:
+    """Glob patterns that sort a repository's files into test code, production code and the rest.
+
+    A pattern matches the whole path or, when it has no slash, the file name.
+    ``*`` crosses directories, so ``src/test/**`` covers every file below it.
+    """
+
+    suffixes: tuple[str, ...]
+    test_globs: tuple[str, ...]
+    exclude_globs: tuple[str, ...] = ()
+
+    @classmethod
+    def for_language(
+        cls,
+        language: Language,
+        test_globs: tuple[str, ...] = (),
+        exclude_globs: tuple[str, ...] = (),
+    ) -> FilePatterns:
+        """The language's defaults, with a repository's own test and exclude patterns when given."""
+        return cls(
+            suffixes=language.suffixes,
+            test_globs=test_globs or language.test_globs,
+            exclude_globs=exclude_globs or _DEFAULT_EXCLUDES.get(language.name, ()),
+        )
+
+    def role(self, path: str) -> FileRole:
+        if not path.endswith(self.suffixes) or _matches(path, self.exclude_globs):
+            return FileRole.OTHER
+        return FileRole.TEST if _matches(path, self.test_globs) else FileRole.PRODUCTION
+
+
+def _matches(path: str, globs: tuple[str, ...]) -> bool:
+    name = PurePosixPath(path).name
+    return any(
+        fnmatchcase(path, pattern) or ("/" not in pattern and fnmatchcase(name, pattern)) for pattern in globs
+    )

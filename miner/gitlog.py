@@ -1,0 +1,136 @@
+"""The fast selection pass: one ``git log --name-status`` stream over a window of history.
+
+Reading names and statuses only (no patches, no blobs) is what makes mining
+fast; only the commits this pass selects are opened with PyDriller later.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from .errors import NotARepository
+
+_RECORD = "\x1e"
+_FIELD = "\x1f"
+_FORMAT = f"{_RECORD}%H{_FIELD}%P{_FIELD}%aI{_FIELD}%cI"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One line of ``--name-status``: a status letter and the path (and the old path for renames)."""
+
+    status: str
+    path: str
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class LogCommit:
+    """A commit as the selection pass sees it: ids, dates and touched paths."""
+
+    sha: str
+    parents: tuple[str, ...]
+    author_date: datetime
+    committer_date: datetime
+    changes: tuple[FileChange, ...]
+
+    @property
+    def first_parent(self) -> str | None:
+        return self.parents[0] if self.parents else None
+
+
+def git(repo: Path, *args: str) -> str:
+    """Runs a git command in ``repo`` and returns its standard output as text."""
+    result = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise NotARepository(f"git {args[0]} failed in {repo}: {result.stderr.strip()}")
+    return result.stdout
+
+
+def log_args(revisions: list[str], since: datetime | None, until: datetime | None) -> list[str]:
+    """The revision and date arguments shared by the log pass and its commit count."""
+    args = [*revisions]
+    if since is not None:
+        args.append(f"--since={since.isoformat()}")
+    if until is not None:
+        args.append(f"--until={until.isoformat()}")
+    return args
+
+
+def count_commits(repo: Path, revisions: list[str], since: datetime | None, until: datetime | None) -> int:
+    """How many non-merge commits the log pass will stream (for the progress bar)."""
+    out = git(repo, "rev-list", "--count", "--no-merges", *log_args(revisions, since, until), "--")
+    return int(out.strip() or 0)
+
+
+def iter_log(
+    repo: Path,
+    revisions: list[str],
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> Iterator[LogCommit]:
+    """Streams non-merge commits oldest first (parents before children), with their changed paths.
+
+    Memory stays flat: the output is parsed as it arrives, one commit at a time.
+    """
+    cmd = [
+        "git", "-C", str(repo), "-c", "core.quotepath=false", "log", "-z", "--reverse",
+        "--topo-order", "--no-merges", "-M", "--name-status", f"--format={_FORMAT}",
+        *log_args(revisions, since, until), "--",
+    ]  # fmt: skip
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        pending = b""
+        try:
+            for chunk in iter(lambda: proc.stdout.read(1 << 16), b""):  # type: ignore[union-attr]
+                pending += chunk
+                *records, pending = pending.split(_RECORD.encode())
+                for record in records:
+                    if record:
+                        yield _parse_record(record)
+            if pending:
+                yield _parse_record(pending)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        stderr = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+        if proc.wait() not in (0, -9) and stderr:
+            raise NotARepository(f"git log failed in {repo}: {stderr.strip()}")
+
+
+def read_commit(repo: Path, sha: str) -> LogCommit:
+    """One commit in the same shape as :func:`iter_log` gives (for ancestors outside the window)."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "-c", "core.quotepath=false", "show", "-z", "-M",
+         "--name-status", f"--format={_FORMAT}", sha, "--"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    return _parse_record(out.lstrip(_RECORD.encode()))
+
+
+def _parse_record(record: bytes) -> LogCommit:
+    text = record.decode("utf-8", errors="surrogateescape")
+    header, _, body = text.partition("\0")
+    sha, parents, author_date, committer_date = header.strip().split(_FIELD)
+    fields = [field for field in body.lstrip("\n").split("\0") if field]
+    changes: list[FileChange] = []
+    i = 0
+    while i < len(fields):
+        status = fields[i].strip()
+        if status[:1] in ("R", "C"):
+            changes.append(FileChange(status[0], fields[i + 2], old_path=fields[i + 1]))
+            i += 3
+        else:
+            changes.append(FileChange(status[:1], fields[i + 1]))
+            i += 2
+    return LogCommit(
+        sha=sha,
+        parents=tuple(parents.split()),
+        author_date=datetime.fromisoformat(author_date),
+        committer_date=datetime.fromisoformat(committer_date),
+        changes=tuple(changes),
+    )

@@ -1,0 +1,97 @@
+"""Language support for mining: file classification defaults and method parsers.
+
+Each language registers itself with :func:`language`; the miner looks languages up
+by name and never branches on them, so adding Kotlin is a new module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import UnknownLanguage
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One method (or function) found in a source file.
+
+    ``key`` identifies the method inside its file across revisions: the
+    qualified name plus the parameter types for languages with overloading.
+    """
+
+    key: str
+    """Qualified name inside the file, e.g. ``Outer.Inner.add(int,String)`` or ``TestCalc.test_add``."""
+    name: str
+    """The simple name, e.g. ``add``; for a constructor, the class name."""
+    container: str
+    """The enclosing classes joined by dots, e.g. ``Outer.Inner``; empty for module functions."""
+    start_line: int
+    """First line, 1-based, including decorators and annotations."""
+    end_line: int
+    """Last line, 1-based, inclusive."""
+    source: str
+    """The method's text exactly as in the file (decoded)."""
+    is_test: bool
+    """True when the method is a test by the language's conventions (JUnit annotations, pytest names)."""
+    calls: frozenset[str] = field(default_factory=frozenset)
+    """Simple names of methods and constructors invoked in the body."""
+    type_refs: frozenset[str] = field(default_factory=frozenset)
+    """Simple names of classes (types) referenced in the body."""
+    tokens: tuple[str, ...] = ()
+    """The method's tokens without comments and whitespace: compares code modulo formatting."""
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    """The methods of one file at one revision."""
+
+    methods: tuple[MethodInfo, ...]
+    classes: tuple[str, ...] = ()
+    """Qualified names of the classes declared in the file."""
+
+    def by_key(self) -> dict[str, MethodInfo]:
+        return {method.key: method for method in self.methods}
+
+
+@dataclass(frozen=True)
+class Language:
+    """A language the miner can walk: its file suffixes, default test patterns and parser."""
+
+    name: str
+    suffixes: tuple[str, ...]
+    test_globs: tuple[str, ...]
+    """Glob patterns (matched on the whole path and on the file name) that make a file test code."""
+    parse: Callable[[bytes], ParsedFile]
+    """Parses a file's bytes; raises :class:`miner.errors.SourceSyntaxError` on a syntax error."""
+    build_files: tuple[str, ...] = ()
+    """File names that show a repository uses this language's build (``pom.xml``, ``pyproject.toml``)."""
+
+
+_REGISTRY: dict[str, Language] = {}
+
+
+def register_language(lang: Language) -> Language:
+    """Adds a language to the registry (the language modules call this on import)."""
+    _REGISTRY[lang.name] = lang
+    return lang
+
+
+def get_language(name: str) -> Language:
+    """The registered language called ``name``; raises :class:`UnknownLanguage`."""
+    _load_builtin_languages()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY))
+        raise UnknownLanguage(f"unknown language {name!r}; known: {known}") from None
+
+
+def all_languages() -> list[Language]:
+    """Every registered language, sorted by name."""
+    _load_builtin_languages()
+    return [_REGISTRY[name] for name in sorted(_REGISTRY)]
+
+
+def _load_builtin_languages() -> None:
+    from . import java, python  # noqa: F401  (registers on import)

@@ -1,0 +1,71 @@
+"""Static links from test methods to the production methods they probably exercise.
+
+Curation replaces these with per-test coverage; they remain its fallback, so
+each link records how it was found.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from tasks import LinkProvenance, MethodChangeKind
+
+from .languages import MethodInfo
+
+_CONSTRUCTOR_NAMES = {"__init__", "__new__", "__post_init__"}
+_TEST_AFFIXES = re.compile(r"^(Test)|(Tests|Test|IT|TestCase|Spec)$")
+_MODULE_AFFIXES = re.compile(r"^(test_)|(_tests?)$")
+
+
+@dataclass(frozen=True)
+class ProductionMethod:
+    """A changed production method, as the linker sees it."""
+
+    file: str
+    method: MethodInfo
+    kind: MethodChangeKind
+
+    @property
+    def class_name(self) -> str:
+        """The innermost enclosing class, or the module name for a module-level function."""
+        if self.method.container:
+            return self.method.container.rsplit(".", 1)[-1]
+        return PurePosixPath(self.file).stem
+
+    @property
+    def is_constructor(self) -> bool:
+        return self.method.name == self.class_name or self.method.name in _CONSTRUCTOR_NAMES
+
+
+def static_links(
+    test: MethodInfo, test_file: str, production: list[ProductionMethod]
+) -> list[tuple[ProductionMethod, LinkProvenance]]:
+    """Every (production method, provenance) the test method reaches by name.
+
+    Removed methods are never linked: the new test cannot call them.
+    """
+    subjects = _subjects(test, test_file)
+    test_words = test.name.lower().removeprefix("test").strip("_")
+    links: list[tuple[ProductionMethod, LinkProvenance]] = []
+    for prod in production:
+        if prod.kind is MethodChangeKind.REMOVED:
+            continue
+        called = prod.class_name in test.calls if prod.is_constructor else prod.method.name in test.calls
+        if called:
+            links.append((prod, LinkProvenance.CALL))
+        if prod.class_name in test.type_refs:
+            links.append((prod, LinkProvenance.CLASS_REFERENCE))
+        name = prod.method.name.lower().strip("_")
+        if prod.class_name in subjects and name and name in test_words:
+            links.append((prod, LinkProvenance.NAMING))
+    return links
+
+
+def _subjects(test: MethodInfo, test_file: str) -> set[str]:
+    """Class and module names the test's own names point at: ``CalcTest`` → ``Calc``."""
+    names = {_TEST_AFFIXES.sub("", part) for part in test.container.split(".") if part}
+    names.add(_TEST_AFFIXES.sub("", PurePosixPath(test_file).stem))
+    names.add(_MODULE_AFFIXES.sub("", PurePosixPath(test_file).stem))
+    return {name for name in names if name}

@@ -1,0 +1,178 @@
+"""Python support: pytest file conventions and a method parser on the standard ``ast``."""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+
+from .errors import SourceSyntaxError
+from .languages import Language, MethodInfo, ParsedFile, register_language
+
+_SKIPPED_TOKENS = {
+    tokenize.COMMENT,
+    tokenize.NL,
+    tokenize.NEWLINE,
+    tokenize.INDENT,
+    tokenize.DEDENT,
+    tokenize.ENCODING,
+    tokenize.ENDMARKER,
+}
+
+
+def parse_python(source: bytes) -> ParsedFile:
+    """Lists the functions and methods of a Python module.
+
+    Functions nested inside functions belong to their enclosing function (as
+    lambdas do in Java); methods of nested classes are listed with the dotted
+    class path. Raises :class:`SourceSyntaxError` for code ``ast`` rejects,
+    including undecodable bytes without a coding cookie.
+    """
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as exc:
+        raise SourceSyntaxError(f"syntax error at line {exc.lineno}: {exc.msg}", exc.lineno) from None
+    except ValueError as exc:  # e.g. NUL bytes
+        raise SourceSyntaxError(f"unparseable source: {exc}") from None
+    text = _decode(source)
+    lines = text.splitlines(keepends=True)
+    collector = _Collector(lines)
+    collector.visit_body(tree.body, container=(), unittest_classes=set())
+    return ParsedFile(methods=tuple(collector.methods), classes=tuple(collector.classes))
+
+
+def _decode(source: bytes) -> str:
+    """Decodes as Python would: the coding cookie if any, else UTF-8."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(source).readline)
+        return source.decode(encoding)
+    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return source.decode("utf-8", errors="replace")
+
+
+class _Collector:
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.methods: list[MethodInfo] = []
+        self.classes: list[str] = []
+        self._seen: dict[str, int] = {}
+
+    def visit_body(
+        self, body: list[ast.stmt], container: tuple[str, ...], unittest_classes: set[str]
+    ) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                qualified = (*container, node.name)
+                self.classes.append(".".join(qualified))
+                is_unittest = any(_base_name(base) in _UNITTEST_BASES for base in node.bases) or any(
+                    _base_name(base) in unittest_classes for base in node.bases
+                )
+                if is_unittest:
+                    unittest_classes = unittest_classes | {node.name}
+                self.visit_body(node.body, qualified, unittest_classes)
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                self._add(node, container, unittest_classes)
+            elif isinstance(node, ast.If | ast.Try):
+                # Definitions guarded by ``if sys.version_info`` or ``try: import`` still count.
+                for block in _blocks(node):
+                    self.visit_body(block, container, unittest_classes)
+
+    def _add(
+        self,
+        node: ast.FunctionDef | ast.AsyncFunctionDef,
+        container: tuple[str, ...],
+        unittest_classes: set[str],
+    ) -> None:
+        start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+        end = node.end_lineno or node.lineno
+        source = "".join(self.lines[start - 1 : end])
+        key = ".".join((*container, node.name))
+        # A redefinition (property setters, conditional defs) gets its own key.
+        count = self._seen.get(key, 0) + 1
+        self._seen[key] = count
+        if count > 1:
+            key = f"{key}#{count}"
+        class_name = container[-1] if container else ""
+        is_test = node.name.startswith("test") and (
+            not container or class_name.startswith("Test") or class_name in unittest_classes
+        )
+        calls, type_refs = _references(node)
+        self.methods.append(
+            MethodInfo(
+                key=key,
+                name=node.name,
+                container=".".join(container),
+                start_line=start,
+                end_line=end,
+                source=source,
+                is_test=is_test,
+                calls=calls,
+                type_refs=type_refs,
+                tokens=_tokens(source),
+            )
+        )
+
+
+_UNITTEST_BASES = {"TestCase", "IsolatedAsyncioTestCase", "AsyncTestCase"}
+
+
+def _base_name(base: ast.expr) -> str:
+    if isinstance(base, ast.Attribute):
+        return base.attr
+    if isinstance(base, ast.Name):
+        return base.id
+    return ""
+
+
+def _blocks(node: ast.If | ast.Try) -> list[list[ast.stmt]]:
+    if isinstance(node, ast.If):
+        return [node.body, node.orelse]
+    return [node.body, *(handler.body for handler in node.handlers), node.orelse, node.finalbody]
+
+
+def _references(node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
+    """Names called in a function body, and capitalised names (classes by convention)."""
+    calls: set[str] = set()
+    type_refs: set[str] = set()
+    for child in ast.walk(node):
+        if isinstance(child, ast.Call):
+            name = _base_name(child.func)
+            if name:
+                calls.add(name)
+        elif isinstance(child, ast.Name) and child.id[:1].isupper():
+            type_refs.add(child.id)
+        elif isinstance(child, ast.Attribute) and child.attr[:1].isupper():
+            type_refs.add(child.attr)
+    return frozenset(calls), frozenset(type_refs)
+
+
+def _tokens(source: str) -> tuple[str, ...]:
+    """Tokens without comments and layout; falls back to words if the snippet will not tokenize."""
+    import textwrap
+
+    try:
+        readline = io.StringIO(textwrap.dedent(source)).readline
+        return tuple(
+            tok.string for tok in tokenize.generate_tokens(readline) if tok.type not in _SKIPPED_TOKENS
+        )
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return tuple(source.split())
+
+
+PYTHON = register_language(
+    Language(
+        name="python",
+        suffixes=(".py",),
+        test_globs=(
+            "test_*.py",
+            "*_test.py",
+            "tests/**",
+            "**/tests/**",
+            "test/**",
+            "**/test/**",
+            "conftest.py",
+        ),
+        parse=parse_python,
+        build_files=("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "tox.ini"),
+    )
+)

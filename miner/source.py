@@ -1,0 +1,94 @@
+"""Where a repository's history comes from: a local path, or a clone URL cloned into a cache."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from .errors import LanguageNotDetected, NotARepository
+from .languages import all_languages
+
+CLONES_ENV = "COEVO_CLONES"
+_URL = re.compile(r"^(https?|ssh|git|file)://|^[\w.-]+@[\w.-]+:")
+
+
+def is_url(location: str) -> bool:
+    return bool(_URL.match(location))
+
+
+def default_clone_root() -> Path:
+    """``$COEVO_CLONES``, else ``~/.cache/coevo/clones``."""
+    return Path(os.environ.get(CLONES_ENV) or Path.home() / ".cache" / "coevo" / "clones")
+
+
+def repository_name(location: str) -> str:
+    """A short name for a repository: the last path segment without ``.git``."""
+    tail = location.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+    return tail.removesuffix(".git") or "repo"
+
+
+def local_checkout(location: str, clone_root: Path | None = None) -> Path:
+    """A local git directory for ``location``: the path itself, or a clone kept up to date.
+
+    Raises :class:`NotARepository` with a one-line reason when it is neither.
+    """
+    if is_url(location):
+        return _clone_or_fetch(location, clone_root or default_clone_root())
+    path = Path(location).expanduser()
+    if not path.exists():
+        raise NotARepository(f"{location}: no such file or directory")
+    result = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if result.returncode != 0:
+        bare = subprocess.run(
+            ["git", "-C", str(path), "rev-parse", "--is-bare-repository"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if bare.stdout.strip() == "true":
+            return path.resolve()
+        raise NotARepository(f"{location} is not a git repository")
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--verify", "--quiet", "HEAD"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if head.returncode != 0:
+        raise NotARepository(f"{location} has no commits yet")
+    return Path(result.stdout.strip())
+
+
+def _clone_or_fetch(url: str, clone_root: Path) -> Path:
+    digest = hashlib.sha256(url.encode()).hexdigest()[:10]
+    target = clone_root / f"{repository_name(url)}-{digest}"
+    if (target / "HEAD").exists():
+        cmd = ["git", "-C", str(target), "fetch", "--quiet", "--prune", "origin", "+HEAD:HEAD"]
+    else:
+        clone_root.mkdir(parents=True, exist_ok=True)
+        cmd = ["git", "clone", "--quiet", "--bare", url, str(target)]
+    result = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        message = result.stderr.strip().splitlines()[-1:] or ["unknown error"]
+        raise NotARepository(f"cannot clone {url}: {message[0]}")
+    return target
+
+
+def detect_language(path: Path, revision: str = "HEAD") -> str:
+    """The language whose sources dominate the tree at ``revision``; build files break ties."""
+    listing = subprocess.run(
+        ["git", "-C", str(path), "ls-tree", "-r", "--name-only", revision],
+        capture_output=True, text=True, check=False,
+    ).stdout.splitlines()  # fmt: skip
+    scores: Counter[str] = Counter()
+    for lang in all_languages():
+        names = {Path(f).name for f in listing}
+        scores[lang.name] += sum(1 for f in listing if f.endswith(lang.suffixes))
+        scores[lang.name] += 1000 * sum(1 for build in lang.build_files if build in names)
+    best = scores.most_common(1)
+    if not best or best[0][1] == 0:
+        raise LanguageNotDetected(f"{path}: found no Java or Python sources; pass --language to choose one")
+    return best[0][0]

@@ -1,0 +1,236 @@
+"""The tables coevo stores: repositories, mining runs, revision pairs and candidates.
+
+Every unit of work writes its rows once, in one transaction, and unique keys
+make a second write of the same unit impossible: that is what makes runs
+resumable and idempotent.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import JSON, Column, Text, UniqueConstraint
+from sqlalchemy.types import String, TypeDecorator
+from sqlmodel import Field, SQLModel
+
+
+class AwareDateTime(TypeDecorator[datetime]):
+    """A timezone-aware timestamp, stored as UTC ISO-8601 text so it sorts and compares as text.
+
+    Naive datetimes are refused: a timestamp without a zone is a bug waiting to happen.
+    """
+
+    impl = String(40)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Any) -> str | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r}: coevo stores only timezone-aware times")
+        return value.astimezone(UTC).isoformat()
+
+    def process_result_value(self, value: str | None, dialect: Any) -> datetime | None:
+        return None if value is None else datetime.fromisoformat(value)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _aware(nullable: bool = False, index: bool = False) -> Any:
+    return Field(default=None, sa_column=Column(AwareDateTime(), nullable=nullable, index=index))
+
+
+class RunStatus(StrEnum):
+    RUNNING = "running"
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    FAILED = "failed"
+
+
+class CommitOutcome(StrEnum):
+    """What the miner made of a commit that changed test code."""
+
+    PAIRED = "paired"
+    NO_PRODUCTION_CHANGE = "no_production_change"
+    NO_TEST_METHOD_CHANGE = "no_test_method_change"
+    ROOT_COMMIT = "root_commit"
+    ERROR = "error"
+
+
+class TestChangeKind(StrEnum):
+    INSERTED = "inserted"
+    UPDATED = "updated"
+    UNCHANGED_WITH_CHANGED_DEPENDENCIES = "unchanged_with_changed_dependencies"
+
+
+class MethodChangeKind(StrEnum):
+    ADDED = "added"
+    CHANGED = "changed"
+    REMOVED = "removed"
+
+
+class LinkProvenance(StrEnum):
+    """How a test method was linked to a production method without running it."""
+
+    CALL = "call"
+    """The test body calls the production method (or constructs its class, for constructors)."""
+    CLASS_REFERENCE = "class_reference"
+    """The test body names the production method's class."""
+    NAMING = "naming"
+    """Naming conventions: ``FooTest.testBar`` → ``Foo.bar``, ``test_foo.py::test_bar`` → ``foo.py::bar``."""
+
+
+class Repository(SQLModel, table=True):
+    """A repository coevo mines, with its settings and its mining watermark."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    """A short unique name, by default the folder or URL name."""
+    location: str
+    """What the user gave: a local path or a clone URL."""
+    path: str
+    """The local git directory coevo reads (the clone, for a URL)."""
+    language: str
+    test_globs: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """This repository's own test-file patterns; empty means the language's defaults."""
+    exclude_globs: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    watermark_sha: str | None = None
+    """The head commit of the last run that mined up to the branch head."""
+    watermark_since: datetime | None = _aware(nullable=True)
+    """The start of the window that run covered; None when it covered the whole history."""
+    watermark_full_history: bool = False
+    added_at: datetime | None = _aware()
+
+
+class MiningRun(SQLModel, table=True):
+    """One `coevo mine` over one repository: its window, its fate and its counts."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    started_at: datetime | None = _aware()
+    finished_at: datetime | None = _aware(nullable=True)
+    status: RunStatus = RunStatus.RUNNING
+    since: datetime | None = _aware(nullable=True)
+    until: datetime | None = _aware(nullable=True)
+    head_sha: str = ""
+    commits_scanned: int = 0
+    """Non-merge commits the selection pass read."""
+    commits_selected: int = 0
+    """Commits that touched test or production files of the language."""
+    test_commits: int = 0
+    """Commits that touched test files (the rev2 candidates), processed in this run."""
+    already_mined: int = 0
+    pairs: int = 0
+    candidates: int = 0
+    skipped_files: int = 0
+    message: str = ""
+
+
+class MinedCommit(SQLModel, table=True):
+    """A commit that changed test code, mined once: its presence is the resume marker."""
+
+    __table_args__ = (UniqueConstraint("repository_id", "sha"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    sha: str
+    committer_date: datetime | None = _aware()
+    outcome: CommitOutcome
+    detail: str = ""
+    run_id: int | None = Field(default=None, foreign_key="miningrun.id")
+
+
+class RevisionPair(SQLModel, table=True):
+    """rev1 → rev2: the code before and after a co-evolution change.
+
+    rev2 changes test code; rev1 is its parent, or the parent of the first of
+    the production-only commits that landed just before it.
+    """
+
+    __table_args__ = (UniqueConstraint("repository_id", "rev2"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    rev1: str
+    rev2: str
+    rev1_date: datetime | None = _aware()
+    rev2_date: datetime | None = _aware(index=True)
+    """rev2's committer date: the date of every task made from this pair."""
+    rev2_author_date: datetime | None = _aware()
+    rev2_utc_offset_minutes: int = 0
+    """rev2's committer time zone, as git recorded it."""
+    rev1_author: str = ""
+    rev2_author: str = ""
+    rev2_message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    commits: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """The commits after rev1 up to rev2, oldest first."""
+    span_seconds: int = 0
+    """Time from the first commit of the pair to rev2 (0 when rev2 alone changed code and tests)."""
+    production_diff: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """Unified diff rev1 → rev2 of the production files of the language."""
+
+
+class MethodChange(SQLModel, table=True):
+    """A production method added, changed or removed between rev1 and rev2."""
+
+    __table_args__ = (UniqueConstraint("pair_id", "file", "method"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: int = Field(foreign_key="revisionpair.id", index=True)
+    file: str
+    old_file: str | None = None
+    method: str
+    """The method's key in its file: qualified name with parameter types (Java)."""
+    kind: MethodChangeKind
+    old_start: int | None = None
+    old_end: int | None = None
+    new_start: int | None = None
+    new_end: int | None = None
+
+
+class Candidate(SQLModel, table=True):
+    """A test method that co-evolved with production code: the unit curation proves by execution."""
+
+    __table_args__ = (UniqueConstraint("pair_id", "test_file", "test_method"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    pair_id: int = Field(foreign_key="revisionpair.id", index=True)
+    test_file: str
+    """The test file at rev2."""
+    old_test_file: str | None = None
+    """The test file at rev1, when it existed (differs from ``test_file`` after a rename)."""
+    test_method: str
+    change_kind: TestChangeKind = Field(index=True)
+    old_source: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    new_source: str = Field(default="", sa_column=Column(Text, nullable=False))
+    old_start: int | None = None
+    old_end: int | None = None
+    new_start: int = 0
+    new_end: int = 0
+
+
+class FocalLink(SQLModel, table=True):
+    """A static link from a candidate's test method to a changed production method."""
+
+    __table_args__ = (UniqueConstraint("candidate_id", "method_change_id", "provenance"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    candidate_id: int = Field(foreign_key="candidate.id", index=True)
+    method_change_id: int = Field(foreign_key="methodchange.id", index=True)
+    provenance: LinkProvenance
+
+
+class Skip(SQLModel, table=True):
+    """A file or commit the miner passed over, and why: nothing bad in a repository stops a run."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    sha: str
+    path: str = ""
+    reason: str
+    detail: str = ""

@@ -1,0 +1,82 @@
+"""Builds tiny real git repositories for tests: commits with exact files, dates and branches."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+
+class GitRepo:
+    """A real repository in a folder; every commit gets the date you give it (with its zone)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.shas: dict[str, str] = {}
+        path.mkdir(parents=True, exist_ok=True)
+        self.git("init", "-q", "-b", "main")
+
+    def git(self, *args: str, date: str | None = None) -> str:
+        env = {
+            **os.environ,
+            "GIT_AUTHOR_NAME": "Ada Lovelace",
+            "GIT_AUTHOR_EMAIL": "ada@example.org",
+            "GIT_COMMITTER_NAME": "Ada Lovelace",
+            "GIT_COMMITTER_EMAIL": "ada@example.org",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "GIT_CONFIG_SYSTEM": os.devnull,
+        }
+        if date:
+            env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
+        return subprocess.run(
+            ["git", "-C", str(self.path), *args],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+
+    def commit(
+        self,
+        label: str,
+        date: str,
+        files: dict[str, str | bytes | None] | None = None,
+        renames: dict[str, str] | None = None,
+    ) -> str:
+        """Writes ``files`` (None deletes), applies ``renames`` (git mv), commits; returns the sha.
+
+        ``label`` is the commit message and the key in :attr:`shas`.
+        """
+        for old, new in (renames or {}).items():
+            (self.path / new).parent.mkdir(parents=True, exist_ok=True)
+            self.git("mv", old, new)
+        for name, content in (files or {}).items():
+            target = self.path / name
+            if content is None:
+                self.git("rm", "-q", name)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                target.write_bytes(content)
+            else:
+                target.write_text(content, encoding="utf-8")
+            self.git("add", name)
+        self.git("commit", "-q", "--allow-empty", "-m", label, date=date)
+        sha = self.git("rev-parse", "HEAD")
+        self.shas[label] = sha
+        return sha
+
+    def branch(self, name: str) -> None:
+        self.git("checkout", "-q", "-b", name)
+
+    def checkout(self, name: str) -> None:
+        self.git("checkout", "-q", name)
+
+    def merge(self, branch: str, label: str, date: str) -> str:
+        self.git("merge", "-q", "--no-ff", "-m", label, branch, date=date)
+        sha = self.git("rev-parse", "HEAD")
+        self.shas[label] = sha
+        return sha
+
+    def read(self, name: str) -> str:
+        return (self.path / name).read_text(encoding="utf-8")

@@ -1,0 +1,149 @@
+"""The miner on a hand-built Python/pytest history: every commit's outcome and candidate."""
+
+from __future__ import annotations
+
+import pytest
+from sqlmodel import select
+
+from miner import MineRequest, mine
+from tasks import (
+    Candidate,
+    FocalLink,
+    MethodChange,
+    MinedCommit,
+    RevisionPair,
+    Skip,
+    Store,
+    open_store,
+)
+from tests.miner.histories import ARITH_PY_TEST, CORE_TEST, python_history
+
+STACK_TEST = "tests/test_stack.py"
+
+
+@pytest.fixture(scope="module")
+def mined(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, dict[str, str]]:
+    root = tmp_path_factory.mktemp("python")
+    repo = python_history(root / "calc")
+    store = open_store(root / "coevo.db")
+    run = mine(store, MineRequest(location=str(repo.path)))
+    assert run.status == "completed"
+    return store, repo.shas
+
+
+def _label(shas: dict[str, str], sha: str) -> str:
+    return next(label for label, value in shas.items() if value == sha)
+
+
+def test_language_is_detected(mined: tuple[Store, dict[str, str]]) -> None:
+    store, _ = mined
+    from tasks import Repository
+
+    with store.session() as s:
+        (repo,) = s.exec(select(Repository)).all()
+    assert (repo.name, repo.language) == ("calc", "python")
+
+
+def test_candidates_are_exactly_the_expected_ones(mined: tuple[Store, dict[str, str]]) -> None:
+    store, shas = mined
+    with store.session() as s:
+        rows = s.exec(select(Candidate, RevisionPair).join(RevisionPair)).all()
+    found = {
+        (_label(shas, pair.rev2), cand.test_file, cand.test_method, cand.change_kind) for cand, pair in rows
+    }
+    assert found == {
+        ("inserted test", CORE_TEST, "test_subtract", "inserted"),
+        ("updated test", CORE_TEST, "test_add", "updated"),
+        ("prod then tests 2h: tests", STACK_TEST, "TestStack.test_push", "inserted"),
+        ("prod then tests 2h: tests", STACK_TEST, "TestStack.test_pop", "inserted"),
+        ("feature: divide", CORE_TEST, "test_divide", "inserted"),
+        ("rename test module", ARITH_PY_TEST, "test_divide", "updated"),
+        ("non-utf8 source", "tests/test_greet.py", "test_greet", "inserted"),
+        ("syntax error", ARITH_PY_TEST, "test_abs_value", "inserted"),
+        ("unchanged test, changed code", ARITH_PY_TEST, "test_add_floats", "inserted"),
+        (
+            "unchanged test, changed code",
+            ARITH_PY_TEST,
+            "test_add",
+            "unchanged_with_changed_dependencies",
+        ),
+    }
+    assert len(rows) == len(found)
+
+
+def test_every_test_commit_has_its_outcome(mined: tuple[Store, dict[str, str]]) -> None:
+    store, shas = mined
+    with store.session() as s:
+        outcomes = {_label(shas, m.sha): m.outcome for m in s.exec(select(MinedCommit)).all()}
+    assert outcomes == {
+        "initial": "root_commit",
+        "inserted test": "paired",
+        "updated test": "paired",
+        "test-only refactor": "no_production_change",
+        "prod then tests 2h: tests": "paired",
+        "prod then tests 30h: tests": "no_production_change",
+        "feature: divide": "paired",
+        "rename test module": "paired",
+        "non-utf8 source": "paired",
+        "syntax error": "paired",
+        "unchanged test, changed code": "paired",
+    }
+
+
+def test_pairs_and_links(mined: tuple[Store, dict[str, str]]) -> None:
+    store, shas = mined
+    with store.session() as s:
+        pairs = {_label(shas, p.rev2): p for p in s.exec(select(RevisionPair)).all()}
+        rows = s.exec(
+            select(Candidate, FocalLink, MethodChange)
+            .join(FocalLink, FocalLink.candidate_id == Candidate.id)  # type: ignore[arg-type]
+            .join(MethodChange, FocalLink.method_change_id == MethodChange.id)  # type: ignore[arg-type]
+        ).all()
+    stack = pairs["prod then tests 2h: tests"]
+    assert stack.rev1 == shas["test-only refactor"]
+    assert stack.span_seconds == 2 * 3600
+    assert stack.rev2_utc_offset_minutes == -240
+    links: dict[str, set[tuple[str, str]]] = {}
+    for cand, link, change in rows:
+        links.setdefault(f"{cand.test_file}::{cand.test_method}", set()).add(
+            (f"{change.file}::{change.method}", link.provenance)
+        )
+    assert links[f"{CORE_TEST}::test_subtract"] == {
+        ("calc/core.py::subtract", "call"),
+        ("calc/core.py::subtract", "naming"),
+    }
+    push = links[f"{STACK_TEST}::TestStack.test_push"]
+    assert ("calc/stack.py::Stack.push", "call") in push
+    assert ("calc/stack.py::Stack.push", "naming") in push
+    assert ("calc/stack.py::Stack.__init__", "call") in push
+    assert ("calc/stack.py::Stack.pop", "call") not in push
+    assert ("calc/stack.py::Stack.pop", "class_reference") in push
+    # test_arith.py names no module "arith": the unchanged test is linked by its call alone.
+    assert links[f"{ARITH_PY_TEST}::test_add"] == {("calc/core.py::add", "call")}
+
+
+def test_sources_and_renames(mined: tuple[Store, dict[str, str]]) -> None:
+    store, _ = mined
+    with store.session() as s:
+        renamed = s.exec(
+            select(Candidate).where(
+                Candidate.test_file == ARITH_PY_TEST, Candidate.test_method == "test_divide"
+            )
+        ).one()
+    assert renamed.old_test_file == CORE_TEST
+    assert renamed.old_source is not None and "pytest.raises" not in renamed.old_source
+    assert "pytest.raises" in renamed.new_source
+
+
+def test_unparseable_and_undecodable_files_are_recorded_skips(
+    mined: tuple[Store, dict[str, str]],
+) -> None:
+    store, shas = mined
+    with store.session() as s:
+        skips = s.exec(select(Skip)).all()
+    assert sorted((_label(shas, k.sha), k.path, k.reason) for k in skips) == [
+        ("syntax error", "calc/broken.py", "syntax_error"),
+        ("syntax error", "calc/legacy.py", "syntax_error"),
+    ]
+    legacy = next(k for k in skips if k.path == "calc/legacy.py")
+    assert "utf-8" in legacy.detail.lower()

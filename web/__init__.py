@@ -1,0 +1,3 @@
+"""The static site generator (planned)."""
+
+__all__: list[str] = []
