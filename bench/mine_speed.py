@@ -128,9 +128,9 @@ def resolve_language(repo: str, language: str | None) -> str:
 # --- child processes: one approach each ---------------------------------------------------------
 
 
-def peak_rss_mib(who: int = resource.RUSAGE_SELF) -> float:
+def peak_rss_mib() -> float:
     """Peak resident set size in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(who).ru_maxrss
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
@@ -223,7 +223,6 @@ def run_naive(window: Window) -> dict[str, Any]:
 def run_only(approach: str, window: Window) -> None:
     """The child's side: runs one approach and prints its result as JSON on stdout."""
     result = run_coevo(window) if approach == "coevo" else run_naive(window)
-    result["git_children_peak_rss_mib"] = peak_rss_mib(resource.RUSAGE_CHILDREN)
     json.dump(result, sys.stdout)
 
 
@@ -273,7 +272,7 @@ def summary(
     """The machine-readable summary (``--json``): counts, examples, timings and memory."""
 
     def timing(result: dict[str, Any]) -> dict[str, Any]:
-        keys = ("seconds", "commits", "peak_rss_mib", "git_children_peak_rss_mib")
+        keys = ("seconds", "commits", "peak_rss_mib")
         return {key: result[key] for key in keys} | {"commits_per_second": rate(result)}
 
     return {
@@ -318,8 +317,7 @@ def print_report(data: dict[str, Any]) -> None:
         print(
             f"  {name}: {result['seconds']:8.1f} s  {result['commits']:6d} commits  "
             f"{result['commits_per_second']:8.1f} commits/s  "
-            f"peak {result['peak_rss_mib']:7.1f} MiB "
-            f"(git children peak {result['git_children_peak_rss_mib']:.1f} MiB)"
+            f"peak {result['peak_rss_mib']:7.1f} MiB"
         )
     speedup = data["speedup"]
     print(f"  speedup: {speedup:.1f}x" if speedup is not None else "  speedup: n/a")

@@ -35,7 +35,11 @@ class MethodInfo:
     is_test: bool
     """True when the method is a test by the language's conventions (JUnit annotations, pytest names)."""
     calls: frozenset[str] = field(default_factory=frozenset)
-    """Simple names of methods and constructors invoked in the body."""
+    """Simple names of methods and constructors invoked in the body.
+
+    Parsers must fill ``calls``, ``type_refs`` and ``tokens`` for test methods; for production
+    methods they may leave them empty (the Python parser does, to keep large modules cheap).
+    """
     type_refs: frozenset[str] = field(default_factory=frozenset)
     """Simple names of classes (types) referenced in the body."""
     tokens: tuple[str, ...] = ()

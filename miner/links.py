@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import PurePosixPath
 
 from tasks import LinkProvenance, MethodChangeKind
@@ -27,14 +28,14 @@ class ProductionMethod:
     method: MethodInfo
     kind: MethodChangeKind
 
-    @property
+    @cached_property
     def class_name(self) -> str:
         """The innermost enclosing class, or the module name for a module-level function."""
         if self.method.container:
             return self.method.container.rsplit(".", 1)[-1]
         return PurePosixPath(self.file).stem
 
-    @property
+    @cached_property
     def is_constructor(self) -> bool:
         return self.method.name == self.class_name or self.method.name in _CONSTRUCTOR_NAMES
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import io
+import textwrap
 import tokenize
 
 from .errors import SourceSyntaxError
@@ -96,7 +97,9 @@ class _Collector:
         is_test = node.name.startswith("test") and (
             not container or class_name.startswith("Test") or class_name in unittest_classes
         )
-        calls, type_refs = _references(node)
+        # References and tokens serve linking and refactoring checks of tests only; skipping them for
+        # production code keeps parsing large modules cheap.
+        calls, type_refs = _references(node) if is_test else (frozenset(), frozenset())
         self.methods.append(
             MethodInfo(
                 key=key,
@@ -108,7 +111,7 @@ class _Collector:
                 is_test=is_test,
                 calls=calls,
                 type_refs=type_refs,
-                tokens=_tokens(source),
+                tokens=_tokens(source) if is_test else (),
             )
         )
 
@@ -148,8 +151,6 @@ def _references(node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
 
 def _tokens(source: str) -> tuple[str, ...]:
     """Tokens without comments and layout; falls back to words if the snippet will not tokenize."""
-    import textwrap
-
     try:
         readline = io.StringIO(textwrap.dedent(source)).readline
         return tuple(

@@ -1,0 +1,190 @@
+"""Mining is incremental, idempotent and resumable: watermarks, re-runs, interruptions and kills."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlmodel import func, select
+
+from miner import MineRequest, Progress, mine
+from tasks import Candidate, MinedCommit, MiningRun, Repository, RevisionPair, Store, open_store
+from tests.gitrepo import GitRepo, synthetic_history
+from tests.miner.histories import python_history
+
+
+def _candidate_keys(store: Store) -> list[tuple[str, str, str, str]]:
+    with store.session() as s:
+        rows = s.exec(select(Candidate, RevisionPair).join(RevisionPair)).all()
+    return sorted((p.rev2, c.test_file, c.test_method, c.change_kind) for c, p in rows)
+
+
+def _count(store: Store, table: type) -> int:
+    with store.session() as s:
+        return s.exec(select(func.count()).select_from(table)).one()
+
+
+def test_mining_the_same_window_twice_adds_nothing(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    store = open_store(tmp_path / "coevo.db")
+    first = mine(store, MineRequest(location=str(repo.path)))
+    keys = _candidate_keys(store)
+    second = mine(store, MineRequest(location=str(repo.path)))
+    assert first.candidates == len(keys) == 10
+    # The watermark covers the whole history: the second pass reads no commit at all.
+    assert (second.commits_scanned, second.candidates, second.status) == (0, 0, "completed")
+    assert _candidate_keys(store) == keys
+    with store.session() as s:
+        assert len(s.exec(select(Repository)).all()) == 1
+
+
+def test_a_later_run_mines_only_new_commits(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    store = open_store(tmp_path / "coevo.db")
+    mine(store, MineRequest(location=str(repo.path)))
+    before = _candidate_keys(store)
+    repo.commit("later", "2024-06-01T10:00:00+00:00", {
+        "calc/core.py": repo.read("calc/core.py") + "\n\ndef square(a):\n    return a * a\n",
+        "tests/test_arith.py": repo.read("tests/test_arith.py")
+        + "\n\ndef test_square():\n    assert square(3) == 9\n",
+    })  # fmt: skip
+    run = mine(store, MineRequest(location=str(repo.path)))
+    assert (run.commits_scanned, run.test_commits, run.pairs) == (1, 1, 1)
+    added = sorted(set(_candidate_keys(store)) - set(before))
+    assert added == [(repo.shas["later"], "tests/test_arith.py", "test_square", "inserted")]
+
+
+def test_a_wider_window_rescans_but_duplicates_nothing(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    store = open_store(tmp_path / "coevo.db")
+    late = mine(store, MineRequest(location=str(repo.path), since=datetime(2024, 5, 8, tzinfo=UTC)))
+    assert late.commits_scanned < len(repo.shas) - 1
+    same = mine(store, MineRequest(location=str(repo.path), since=datetime(2024, 5, 9, tzinfo=UTC)))
+    assert same.commits_scanned == 0  # inside the covered window: the watermark applies
+    wider = mine(store, MineRequest(location=str(repo.path)))
+    assert wider.already_mined == late.test_commits
+    assert wider.commits_scanned == len(repo.shas) - 1  # all but the merge
+    assert _count(store, Candidate) == 10
+    fresh = open_store(tmp_path / "fresh.db")
+    mine(fresh, MineRequest(location=str(repo.path)))
+    assert _candidate_keys(fresh) == _candidate_keys(store)
+
+
+def test_until_bounds_the_window_and_leaves_no_watermark(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    store = open_store(tmp_path / "coevo.db")
+    run = mine(store, MineRequest(location=str(repo.path), until=datetime(2024, 5, 3, tzinfo=UTC)))
+    assert {k[0] for k in _candidate_keys(store)} == {repo.shas["inserted test"]}
+    assert run.commits_scanned == 2
+    with store.session() as s:
+        assert s.exec(select(Repository)).one().watermark_sha is None
+
+
+def test_an_interrupted_run_resumes_to_the_same_result(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    reference = open_store(tmp_path / "reference.db")
+    mine(reference, MineRequest(location=str(repo.path)))
+
+    store = open_store(tmp_path / "coevo.db")
+    seen = 0
+
+    def interrupt_after_five(n: int) -> None:
+        nonlocal seen
+        seen += n
+        if seen == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        mine(store, MineRequest(location=str(repo.path)), Progress(advance=interrupt_after_five))
+    with store.session() as s:
+        (interrupted,) = s.exec(select(MiningRun)).all()
+        assert interrupted.status == "interrupted"
+        assert s.exec(select(Repository)).one().watermark_sha is None
+        assert 0 < len(s.exec(select(MinedCommit)).all()) < 11
+    resumed = mine(store, MineRequest(location=str(repo.path)))
+    assert resumed.already_mined > 0
+    assert _candidate_keys(store) == _candidate_keys(reference)
+
+
+def _coevo(*args: str, db: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "coevo", *args, "--db", str(db)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_progress(db: Path, at_least: int, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if db.exists():
+            try:
+                if _count(open_store(db), MinedCommit) >= at_least:
+                    return
+            except Exception:
+                pass  # the database may be mid-creation
+        time.sleep(0.1)
+    raise AssertionError(f"mining did not reach {at_least} commits in {timeout}s")
+
+
+@pytest.mark.slow
+def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
+    """A real process interrupted with SIGINT, then killed with SIGKILL, then run to the end."""
+    synthetic_history(tmp_path / "synth", 150)
+    db = tmp_path / "coevo.db"
+
+    proc = _coevo("mine", str(tmp_path / "synth"), db=db)
+    _wait_for_progress(db, 20)
+    proc.send_signal(signal.SIGINT)
+    _, stderr = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert stderr.strip().splitlines() == [
+        "interrupted; the work done so far is saved, run the command again to resume"
+    ]
+    store = open_store(db)
+    after_sigint = _count(store, MinedCommit)
+    assert 20 <= after_sigint < 150
+
+    proc = _coevo("mine", str(tmp_path / "synth"), db=db)
+    _wait_for_progress(db, after_sigint + 20)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    after_kill = _count(store, MinedCommit)
+    assert after_kill >= after_sigint + 20
+
+    proc = _coevo("mine", str(tmp_path / "synth"), db=db)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 0, stderr
+    assert _count(store, MinedCommit) == 150
+    # Every test-changing commit but the root one is a pair with exactly one inserted test.
+    assert _count(store, RevisionPair) == 149
+    assert _count(store, Candidate) == 149
+    assert len(set(_candidate_keys(store))) == 149
+    with store.session() as s:
+        statuses = [r.status for r in s.exec(select(MiningRun).order_by(MiningRun.id)).all()]
+    assert statuses == ["interrupted", "running", "completed"]  # a SIGKILLed run cannot say more
+
+
+def test_a_repository_with_a_new_commit_on_a_rewritten_branch_is_rescanned(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.commit("one", "2024-01-01T00:00:00+00:00", {"m.py": "def f():\n    return 1\n"})
+    repo.commit("two", "2024-01-02T00:00:00+00:00", {
+        "m.py": "def f():\n    return 2\n", "test_m.py": "def test_f():\n    assert f() == 2\n",
+    })  # fmt: skip
+    store = open_store(tmp_path / "coevo.db")
+    mine(store, MineRequest(location=str(repo.path), language="python"))
+    repo.git("reset", "-q", "--hard", repo.shas["one"])
+    repo.commit("two again", "2024-01-03T00:00:00+00:00", {
+        "m.py": "def f():\n    return 3\n", "test_m.py": "def test_f():\n    assert f() == 3\n",
+    })  # fmt: skip
+    run = mine(store, MineRequest(location=str(repo.path)))
+    # The old watermark is no longer an ancestor of HEAD: the whole history is read again.
+    assert run.commits_scanned == 2
+    assert (run.test_commits, run.already_mined, run.candidates) == (1, 0, 1)
