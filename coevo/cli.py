@@ -34,8 +34,9 @@ from tasks import (
 from . import __version__
 from .pipeline import run_pipeline
 
-out = Console()
-err = Console(stderr=True)
+# Piped output must not be cut to 80 columns: paths and method names are the payload.
+out = Console(width=None if sys.stdout.isatty() else 200)
+err = Console(stderr=True, soft_wrap=True)
 
 
 class BadDate(CoevoError):

@@ -40,8 +40,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-def _aware(nullable: bool = False, index: bool = False) -> Any:
-    return Field(default=None, sa_column=Column(AwareDateTime(), nullable=nullable, index=index))
+def _aware(nullable: bool = False, index: bool = False, now: bool = False) -> Any:
+    column = Column(AwareDateTime(), nullable=nullable, index=index)
+    if now:
+        return Field(default_factory=utcnow, sa_column=column)
+    return Field(default=None, sa_column=column)
 
 
 class RunStatus(StrEnum):
@@ -103,7 +106,7 @@ class Repository(SQLModel, table=True):
     watermark_since: datetime | None = _aware(nullable=True)
     """The start of the window that run covered; None when it covered the whole history."""
     watermark_full_history: bool = False
-    added_at: datetime | None = _aware()
+    added_at: datetime | None = _aware(now=True)
 
 
 class MiningRun(SQLModel, table=True):
@@ -111,7 +114,7 @@ class MiningRun(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repository.id", index=True)
-    started_at: datetime | None = _aware()
+    started_at: datetime | None = _aware(now=True)
     finished_at: datetime | None = _aware(nullable=True)
     status: RunStatus = RunStatus.RUNNING
     since: datetime | None = _aware(nullable=True)

@@ -160,7 +160,7 @@ def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
     assert after_kill >= after_sigint + 20
 
     proc = _coevo("mine", str(tmp_path / "synth"), db=db)
-    stdout, stderr = proc.communicate(timeout=300)
+    _, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 0, stderr
     assert _count(store, MinedCommit) == 150
     # Every test-changing commit but the root one is a pair with exactly one inserted test.

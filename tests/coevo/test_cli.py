@@ -1,0 +1,121 @@
+"""The command line as a user meets it: help, one-line errors, the main commands end to end."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from coevo.cli import app, main
+from tests.miner.histories import java_history
+
+
+def coevo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs the installed console script, as a user would."""
+    exe = Path(sys.executable).parent / "coevo"
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, check=False)
+
+
+@pytest.mark.parametrize("command", sorted(app.commands))
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    result = coevo(command, "--help")
+    assert result.returncode == 0
+    assert "Example: coevo " + command in " ".join(result.stdout.split())
+
+
+def test_not_a_repository_is_one_line(tmp_path: Path) -> None:
+    result = coevo("mine", str(tmp_path), "--db", str(tmp_path / "c.db"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"error: {tmp_path} is not a git repository"]
+
+
+def test_missing_path_is_one_line(tmp_path: Path) -> None:
+    result = coevo("run", str(tmp_path / "nope"), "--db", str(tmp_path / "c.db"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: {tmp_path / 'nope'}: {tmp_path / 'nope'}: no such file or directory"
+    ]
+
+
+def test_unknown_option_and_bad_date_are_one_line(tmp_path: Path) -> None:
+    result = coevo("mine", ".", "--bogus")
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("error: No such option") and "--bogus" in line
+    assert line.endswith("(see 'coevo mine --help')")
+    result = coevo("candidates", "--since", "last tuesday", "--db", str(tmp_path / "c.db"))
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert "--since 'last tuesday' is not a date" in result.stderr
+
+
+def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
+    result = coevo("candidates", "--db", str(tmp_path / "no" / "such" / "c.db"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: cannot create the database {tmp_path}/no/such/c.db: its folder does not exist"
+    ]
+
+
+def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
+    repo = java_history(tmp_path / "calc")
+    db = tmp_path / "coevo.db"
+    result = coevo("run", str(repo.path), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("calc: completed — 17 commits read")
+    assert "11 candidates" in result.stdout
+
+    listing = coevo("candidates", "--db", str(db), "--limit", "3")
+    lines = listing.stdout.splitlines()
+    assert (
+        lines[-1] == "11 candidates (showing 3): 8 inserted, 1 unchanged_with_changed_dependencies, 2 updated"
+    )
+    assert "ArithmeticTest.testSubtractNegative()" in listing.stdout
+
+    data = json.loads(coevo("candidates", "--db", str(db), "--json", "--kind", "updated").stdout)
+    assert data["total"] == 2
+    assert {c["test_method"] for c in data["candidates"]} == {
+        "CalculatorTest.testAdd()",
+        "ArithmeticTest.testMax()",
+    }
+    assert data["candidates"][0]["rev2_date"] == "2024-03-10T09:00:00Z"
+
+    unknown = coevo("candidates", "--db", str(db), "--repo", "nope")
+    assert unknown.stderr.splitlines() == ["error: no repository named 'nope' (known: calc)"]
+
+
+def test_run_reports_a_bad_repository_and_mines_the_good_one(tmp_path: Path) -> None:
+    repo = java_history(tmp_path / "calc")
+    result = coevo("run", str(tmp_path / "missing"), str(repo.path), "--db", str(tmp_path / "c.db"), "--json")
+    assert result.returncode == 1
+    data = json.loads(result.stdout)
+    assert [r["repository"] for r in data["runs"]] == ["calc"]
+    assert list(data["errors"]) == [str(tmp_path / "missing")]
+
+
+def test_mine_a_clone_url(tmp_path: Path) -> None:
+    repo = java_history(tmp_path / "calc")
+    url = (tmp_path / "calc").as_uri()
+    env_root = tmp_path / "clones"
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "coevo"), "mine", url, "--db", str(tmp_path / "c.db"), "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COEVO_CLONES": str(env_root)},
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    (run,) = json.loads(result.stdout)["runs"]
+    assert run["repository"] == "calc"
+    assert run["candidates"] == 11
+    assert len(list(env_root.iterdir())) == 1
+    assert repo.shas
+
+
+def test_main_returns_exit_codes_without_raising() -> None:
+    assert main(["--help"]) == 0
+    assert main(["nope"]) == 2

@@ -1,0 +1,99 @@
+"""The Python method parser on the standard ast."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from miner import SourceSyntaxError, get_language
+from miner.python import parse_python
+
+SOURCE = textwrap.dedent(
+    """
+    import unittest
+
+
+    def helper(x):
+        def inner():
+            return x
+        return inner()
+
+
+    class Calc:
+        @property
+        def value(self):
+            return 1
+
+        @value.setter
+        def value(self, v):
+            pass
+
+        class Nested:
+            async def run(self):
+                return Calc()
+
+
+    class TestCalc:
+        def test_value(self):
+            calc = Calc()
+            assert helper(calc.value) == 1
+
+        def not_a_test(self):
+            pass
+
+
+    class CalcCase(unittest.TestCase):
+        def test_case(self):
+            self.assertEqual(helper(1), 1)
+
+
+    def test_module_level():
+        assert Calc.Nested
+    """
+).encode()
+
+
+def test_functions_methods_and_nesting() -> None:
+    parsed = parse_python(SOURCE)
+    keys = [m.key for m in parsed.methods]
+    assert keys == [
+        "helper",
+        "Calc.value",
+        "Calc.value#2",
+        "Calc.Nested.run",
+        "TestCalc.test_value",
+        "TestCalc.not_a_test",
+        "CalcCase.test_case",
+        "test_module_level",
+    ]
+    assert parsed.classes == ("Calc", "Calc.Nested", "TestCalc", "CalcCase")
+    methods = parsed.by_key()
+    assert (methods["Calc.value"].start_line, methods["Calc.value"].end_line) == (12, 14)
+    assert methods["Calc.value"].source.startswith("    @property\n")
+    assert [k for k, m in methods.items() if m.is_test] == [
+        "TestCalc.test_value",
+        "CalcCase.test_case",
+        "test_module_level",
+    ]
+    assert methods["TestCalc.test_value"].calls == {"Calc", "helper"}
+    assert methods["TestCalc.test_value"].type_refs == {"Calc"}
+
+
+def test_tokens_ignore_comments_and_layout() -> None:
+    a = parse_python(b"def test_a():\n    x = f( 1 )  # one\n    return x\n").methods[0]
+    b = parse_python(b"def test_a():\n    # set x\n    x = f(1)\n\n    return x\n").methods[0]
+    c = parse_python(b"def test_a():\n    x = f(2)\n    return x\n").methods[0]
+    assert a.tokens == b.tokens != c.tokens
+
+
+def test_coding_cookie_and_errors() -> None:
+    latin = "# -*- coding: latin-1 -*-\ndef f():\n    return 'Café'\n".encode("latin-1")
+    assert "Café" in parse_python(latin).methods[0].source
+    with pytest.raises(SourceSyntaxError, match="line 2.*utf-8"):
+        parse_python("def f():\n    return 'Café'\n".encode("latin-1"))
+    with pytest.raises(SourceSyntaxError, match="line 2"):
+        parse_python(b"def f():\n    return (\n")
+    with pytest.raises(SourceSyntaxError):
+        parse_python(b"x = 1\0")
+    assert get_language("python").parse is parse_python

@@ -1,0 +1,61 @@
+"""The store: URLs, WAL mode, timezone-aware timestamps and clear errors."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlmodel import select
+
+from tasks import MinedCommit, Repository, StoreError, database_url, open_store
+
+
+def test_database_url_from_path_env_and_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert database_url(tmp_path / "a.db") == f"sqlite:///{tmp_path / 'a.db'}"
+    assert database_url("postgresql://u@h/db") == "postgresql://u@h/db"
+    monkeypatch.setenv("COEVO_DB", str(tmp_path / "env.db"))
+    assert database_url() == f"sqlite:///{tmp_path / 'env.db'}"
+
+
+def test_sqlite_file_is_in_wal_mode_and_keeps_time_zones(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    when = datetime(2024, 3, 3, 10, 0, tzinfo=timezone(timedelta(hours=1)))
+    with store.session() as s:
+        repo = Repository(name="r", location="r", path="/r", language="java", added_at=when)
+        s.add(repo)
+        s.flush()
+        assert repo.id is not None
+        s.add(MinedCommit(repository_id=repo.id, sha="a" * 40, committer_date=when, outcome="paired"))
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        stored = conn.execute(text("SELECT committer_date FROM minedcommit")).scalar()
+    assert stored == "2024-03-03T09:00:00+00:00"
+    with open_store(tmp_path / "c.db").session() as s:
+        (row,) = s.exec(select(MinedCommit)).all()
+    assert row.committer_date == when
+    assert row.committer_date.tzinfo is not None
+
+
+def test_naive_datetimes_are_refused(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    with pytest.raises(Exception, match="naive datetime"), store.session() as s:
+        s.add(Repository(name="r", location="r", path="/r", language="java", added_at=datetime(2024, 1, 1)))
+        s.flush()
+
+
+def test_unique_keys_refuse_a_second_write(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "c.db")
+    with store.session() as s:
+        s.add(Repository(name="r", location="r", path="/r", language="java"))
+    with pytest.raises(Exception, match="UNIQUE"), store.session() as s:
+        s.add(Repository(name="r", location="r2", path="/r2", language="java"))
+        s.flush()
+    with store.session() as s:
+        assert len(s.exec(select(Repository)).all()) == 1
+
+
+def test_bad_url_is_a_store_error() -> None:
+    with pytest.raises(StoreError, match="cannot use the database URL"):
+        _ = open_store("nosuchdialect://x").engine
