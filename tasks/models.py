@@ -41,7 +41,7 @@ def utcnow() -> datetime:
 
 
 def _aware(nullable: bool = False, index: bool = False, now: bool = False) -> Any:
-    column = Column(AwareDateTime(), nullable=nullable, index=index)
+    column: Column[datetime] = Column(AwareDateTime(), nullable=nullable, index=index)
     if now:
         return Field(default_factory=utcnow, sa_column=column)
     return Field(default=None, sa_column=column)

@@ -90,7 +90,7 @@ def test_tokens_ignore_comments_and_layout() -> None:
 def test_coding_cookie_and_errors() -> None:
     latin = "# -*- coding: latin-1 -*-\ndef f():\n    return 'Café'\n".encode("latin-1")
     assert "Café" in parse_python(latin).methods[0].source
-    with pytest.raises(SourceSyntaxError, match="line 2.*utf-8"):
+    with pytest.raises(SourceSyntaxError, match=r"line 2.*utf-8"):
         parse_python("def f():\n    return 'Café'\n".encode("latin-1"))
     with pytest.raises(SourceSyntaxError, match="line 2"):
         parse_python(b"def f():\n    return (\n")
