@@ -117,12 +117,16 @@ def optional_date(value: str | None) -> datetime | None:
 
 
 def resolve_language(repo: str, language: str | None) -> str:
-    """The requested language, else the one coevo detects for the repository."""
-    if language:
-        return language
+    """The requested language, else the one coevo detects; exits 2 when REPO is unusable."""
     from miner.source import detect_language, local_checkout
+    from tasks import CoevoError
 
-    return detect_language(local_checkout(repo))
+    try:
+        path = local_checkout(repo)
+        return language or detect_language(path)
+    except CoevoError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
 
 
 # --- child processes: one approach each ---------------------------------------------------------

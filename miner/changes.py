@@ -79,7 +79,7 @@ def _rekey(key: str, old_stem: str, new_stem: str) -> str:
 class ParseCache:
     """Parsed files by (language, blob id): a blob parsed once serves every pair that holds it."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 512) -> None:
         self._size = size
         self._entries: OrderedDict[tuple[str, str], ParsedFile | SourceSyntaxError] = OrderedDict()
         self.hits = 0

@@ -134,3 +134,87 @@ def _parse_record(record: bytes) -> LogCommit:
         committer_date=datetime.fromisoformat(committer_date),
         changes=tuple(changes),
     )
+
+
+@dataclass(frozen=True)
+class BlobChange:
+    """One file of ``git diff --raw`` between two revisions: blob ids and paths on each side."""
+
+    old_path: str | None
+    new_path: str | None
+    old_blob: str | None
+    new_blob: str | None
+
+
+_NULL_BLOB = "0" * 40
+
+
+def diff_blobs(repo: Path, rev1: str, rev2: str, paths: list[str] | None) -> list[BlobChange]:
+    """The files that differ between two revisions, with renames, without reading any content."""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "-c", "core.quotepath=false", "diff", "--raw", "-z", "-M",
+         "--no-abbrev", rev1, rev2, "--", *(paths or [])],
+        capture_output=True, check=True,
+    ).stdout.decode("utf-8", errors="surrogateescape")  # fmt: skip
+    fields = out.split("\0")
+    changes: list[BlobChange] = []
+    i = 0
+    while i < len(fields) - 1:
+        _, _, old_blob, new_blob, status = fields[i].lstrip(":").split(" ")
+        if status[0] in ("R", "C"):
+            old_path, new_path = fields[i + 1], fields[i + 2]
+            i += 3
+        else:
+            old_path = new_path = fields[i + 1]
+            i += 2
+        changes.append(
+            BlobChange(
+                old_path=None if old_blob == _NULL_BLOB else old_path,
+                new_path=None if new_blob == _NULL_BLOB else new_path,
+                old_blob=None if old_blob == _NULL_BLOB else old_blob,
+                new_blob=None if new_blob == _NULL_BLOB else new_blob,
+            )
+        )
+    return changes
+
+
+def unified_diff(repo: Path, rev1: str, rev2: str, paths: list[str]) -> str:
+    """``git diff`` text between two revisions for the given paths."""
+    if not paths:
+        return ""
+    out = subprocess.run(
+        ["git", "-C", str(repo), "diff", "-M", "--no-color", rev1, rev2, "--", *paths],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
+    return out.decode("utf-8", errors="replace")
+
+
+class BlobReader:
+    """Reads blobs through one long-lived ``git cat-file --batch``: no process per file."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, blob: str) -> bytes:
+        if self._proc is None or self._proc.poll() is not None:
+            self._proc = subprocess.Popen(
+                ["git", "-C", str(self.repo), "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            )  # fmt: skip
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._proc.stdin.write(blob.encode() + b"\n")
+        self._proc.stdin.flush()
+        header = self._proc.stdout.readline().split()
+        if len(header) != 3:
+            raise KeyError(f"blob {blob} is missing from {self.repo}")
+        data = self._proc.stdout.read(int(header[2]))
+        self._proc.stdout.read(1)  # the newline after each object
+        return data
+
+    def close(self) -> None:
+        if self._proc is not None:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+            self._proc.wait()
+            self._proc = None

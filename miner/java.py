@@ -89,10 +89,15 @@ class _TypeScope:
     """The innermost type is a class extending ``TestCase``."""
     record_params: Node | None = None
     """The record header's ``formal_parameters``, for compact constructors."""
+    scan_all: bool = False
+    """Scan every method body for calls, type references and tokens, not only test methods."""
 
 
-def parse_java(source: bytes) -> ParsedFile:
+def parse_java(source: bytes, scan_all: bool = False) -> ParsedFile:
     """Parses a Java compilation unit and returns its methods and declared types.
+
+    Calls, type references and tokens are filled for test methods, or for every
+    method with ``scan_all`` (the body scan is most of the parsing cost).
 
     Raises :class:`~miner.errors.SourceSyntaxError` (with ``.line`` set, 1-based)
     when tree-sitter reports an ERROR or MISSING node.
@@ -105,7 +110,7 @@ def parse_java(source: bytes) -> ParsedFile:
 
     methods: list[MethodInfo] = []
     classes: list[str] = []
-    top = _TypeScope(container="", type_params=frozenset(), junit3=False)
+    top = _TypeScope(container="", type_params=frozenset(), junit3=False, scan_all=scan_all)
     for child in root.named_children:
         if child.type in _TYPE_DECLARATIONS:
             _walk_type(source, child, top, methods, classes)
@@ -139,6 +144,7 @@ def _walk_type(
         type_params=outer.type_params | _type_param_names(decl),
         junit3=decl.type == "class_declaration" and _extends_test_case(decl),
         record_params=(decl.child_by_field_name("parameters") if decl.type == "record_declaration" else None),
+        scan_all=outer.scan_all,
     )
     body = decl.child_by_field_name("body")
     if body is not None:
@@ -175,6 +181,7 @@ def _walk_enum_constant(
         container=f"{scope.container}.{_field_text(constant, 'name')}",
         type_params=scope.type_params,
         junit3=False,
+        scan_all=scope.scan_all,
     )
     _walk_members(source, body, inner, methods, classes)
 
@@ -187,8 +194,13 @@ def _method_info(source: bytes, decl: Node, scope: _TypeScope) -> MethodInfo:
         params = decl.child_by_field_name("parameters")
     param_types = _parameter_types(params) if params is not None else []
     qualified = f"{scope.container}.{name}" if scope.container else name
-    type_params = scope.type_params | _type_param_names(decl)
-    calls, type_refs, tokens = _scan_body(source, decl, type_params)
+    is_test = _is_test(decl, scope, param_types)
+    # The body scan (the costly part) serves test methods only: linking and refactoring checks.
+    if is_test or scope.scan_all:
+        type_params = scope.type_params | _type_param_names(decl)
+        calls, type_refs, tokens = _scan_body(source, decl, type_params)
+    else:
+        calls, type_refs, tokens = set(), set(), []
     return MethodInfo(
         key=f"{qualified}({','.join(param_types)})",
         name=name,
@@ -196,7 +208,7 @@ def _method_info(source: bytes, decl: Node, scope: _TypeScope) -> MethodInfo:
         start_line=decl.start_point.row + 1,
         end_line=decl.end_point.row + 1,
         source=_decode(source[decl.start_byte : decl.end_byte]),
-        is_test=_is_test(decl, scope, param_types),
+        is_test=is_test,
         calls=frozenset(calls),
         type_refs=frozenset(type_refs),
         tokens=tuple(tokens),

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from git import Diff
-from git.exc import GitCommandError
 from pydriller import Git
+from sqlalchemy import insert
 from sqlmodel import Session, select
 
 from tasks import (
@@ -34,7 +33,16 @@ from tasks import (
 from .changes import MethodDelta, ParseCache, method_deltas
 from .errors import SourceSyntaxError
 from .files import FilePatterns, FileRole
-from .gitlog import LogCommit, count_commits, git, iter_log, read_commit
+from .gitlog import (
+    BlobReader,
+    LogCommit,
+    count_commits,
+    diff_blobs,
+    git,
+    iter_log,
+    read_commit,
+    unified_diff,
+)
 from .languages import Language, ParsedFile, get_language
 from .links import ProductionMethod, static_links
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
@@ -147,6 +155,7 @@ class Miner:
             self.language, tuple(repo.test_globs), tuple(repo.exclude_globs)
         )
         self.cache = ParseCache()
+        self.blobs = BlobReader(self.path)
         self._git: Git | None = None
 
     @property
@@ -192,6 +201,8 @@ class Miner:
         except Exception as exc:
             self._finish(run, counts, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            self.blobs.close()
         self._finish(run, counts, RunStatus.COMPLETED, "")
         if until is None:
             self._advance_watermark(head, since)
@@ -323,6 +334,7 @@ class Miner:
         session.flush()
         assert pair.id is not None
         change_ids: dict[tuple[str, str], int] = {}
+        rows: list[MethodChange] = []
         for prod in analysis.production:
             row = MethodChange(
                 pair_id=pair.id,
@@ -335,11 +347,14 @@ class Miner:
                 new_start=prod.delta.new.start_line if prod.delta.new else None,
                 new_end=prod.delta.new.end_line if prod.delta.new else None,
             )
-            session.add(row)
-            session.flush()
+            rows.append(row)
+        session.add_all(rows)
+        session.flush()
+        for prod, row in zip(analysis.production, rows, strict=True):
             assert row.id is not None
             change_ids[(prod.file, prod.delta.key)] = row.id
         production = [prod.as_linkable() for prod in analysis.production]
+        link_rows: list[dict[str, Any]] = []
         for test in analysis.tests:
             new = test.delta.new
             assert new is not None
@@ -367,15 +382,18 @@ class Miner:
             session.add(candidate)
             session.flush()
             assert candidate.id is not None
-            for prod_method, provenance in links:
-                session.add(
-                    FocalLink(
-                        candidate_id=candidate.id,
-                        method_change_id=change_ids[(prod_method.file, prod_method.method.key)],
-                        provenance=provenance,
-                    )
-                )
+            link_rows += [
+                {
+                    "candidate_id": candidate.id,
+                    "method_change_id": change_ids[(prod_method.file, prod_method.method.key)],
+                    "provenance": provenance,
+                }
+                for prod_method, provenance in links
+            ]
             counts.candidates += 1
+        if link_rows:
+            # Links are many and plain: one executemany, not an ORM object each.
+            session.execute(insert(FocalLink), link_rows)
         session.add(self._marker(plan, run, CommitOutcome.PAIRED))
         counts.pairs += 1
         return CommitOutcome.PAIRED
@@ -392,32 +410,34 @@ class Miner:
                 if path is not None and self.patterns.role(path) is not FileRole.OTHER
             }
         )
+        restrict = paths if len(paths) <= _MAX_DIFF_PATHS else None
         analysis = _Analysis()
-        for diff in self._diffs(plan.rev1, plan.rev2.sha, paths):
-            old_path = diff.a_path if diff.a_blob is not None else None
-            new_path = diff.b_path if diff.b_blob is not None else None
-            role = self.patterns.role(new_path or old_path or "")
+        production_paths: list[str] = []
+        for change in diff_blobs(self.path, plan.rev1, plan.rev2.sha, restrict):
+            role = self.patterns.role(change.new_path or change.old_path or "")
             if role is FileRole.OTHER:
                 continue
             try:
-                old = self._parse(diff.a_blob) if old_path else None
+                old = self._parse(change.old_blob) if change.old_blob else None
             except SourceSyntaxError as exc:
-                analysis.skips.append(self._skip(plan.rev1, old_path or "", exc))
+                analysis.skips.append(self._skip(plan.rev1, change.old_path or "", exc))
                 continue
             try:
-                new = self._parse(diff.b_blob) if new_path else None
+                new = self._parse(change.new_blob) if change.new_blob else None
             except SourceSyntaxError as exc:
-                analysis.skips.append(self._skip(plan.rev2.sha, new_path or "", exc))
+                analysis.skips.append(self._skip(plan.rev2.sha, change.new_path or "", exc))
                 continue
-            deltas = method_deltas(old, new, old_path, new_path)
+            deltas = method_deltas(old, new, change.old_path, change.new_path)
             if role is FileRole.PRODUCTION:
                 changed = [d for d in deltas if d.changed]
-                analysis.production += [_FileMethod(new_path or old_path or "", old_path, d) for d in changed]
-                if changed or old_path != new_path:
-                    analysis.production_diff += _unified(diff, old_path, new_path)
-            elif new_path is not None:
+                path = change.new_path or change.old_path or ""
+                analysis.production += [_FileMethod(path, change.old_path, d) for d in changed]
+                production_paths += {p for p in (change.old_path, change.new_path) if p}
+            elif change.new_path is not None:
                 analysis.tests += [
-                    _FileMethod(new_path, old_path, d) for d in deltas if d.new is not None and d.new.is_test
+                    _FileMethod(change.new_path, change.old_path, d)
+                    for d in deltas
+                    if d.new is not None and d.new.is_test
                 ]
         if not analysis.production:
             # Tests are only co-evolution candidates when production methods changed alongside:
@@ -425,18 +445,14 @@ class Miner:
             analysis.tests = [t for t in analysis.tests if t.delta.changed]
         if not any(t.delta.changed for t in analysis.tests):
             analysis.tests = []
+        elif production_paths:
+            analysis.production_diff = unified_diff(
+                self.path, plan.rev1, plan.rev2.sha, sorted(set(production_paths))
+            )
         return analysis
 
-    def _diffs(self, rev1: str, rev2: str, paths: list[str]) -> Iterator[Diff]:
-        repo = self.pydriller.repo
-        restrict = paths if 0 < len(paths) <= _MAX_DIFF_PATHS else None
-        try:
-            yield from repo.commit(rev1).diff(repo.commit(rev2), paths=restrict, create_patch=True)
-        except GitCommandError as exc:
-            raise RuntimeError(f"git diff {rev1[:10]}..{rev2[:10]} failed: {exc.stderr}") from None
-
-    def _parse(self, blob: Any) -> ParsedFile:
-        return self.cache.parse(self.language, blob.hexsha, lambda: blob.data_stream.read())
+    def _parse(self, blob: str) -> ParsedFile:
+        return self.cache.parse(self.language, blob, lambda: self.blobs.read(blob))
 
     def _skip(self, sha: str, path: str, exc: SourceSyntaxError) -> Skip:
         return Skip(repository_id=self._repo_id, sha=sha, path=path, reason="syntax_error", detail=str(exc))
@@ -460,14 +476,6 @@ class _Analysis:
     tests: list[_FileMethod] = field(default_factory=list)
     skips: list[Skip] = field(default_factory=list)
     production_diff: str = ""
-
-
-def _unified(diff: Diff, old_path: str | None, new_path: str | None) -> str:
-    patch = diff.diff if isinstance(diff.diff, bytes) else str(diff.diff or "").encode()
-    text = patch.decode("utf-8", errors="replace")
-    header = f"--- {'a/' + old_path if old_path else '/dev/null'}\n"
-    header += f"+++ {'b/' + new_path if new_path else '/dev/null'}\n"
-    return header + text + ("" if text.endswith("\n") or not text else "\n")
 
 
 def _person(name: str | None, email: str | None) -> str:

@@ -66,10 +66,10 @@ def _clone_or_fetch(url: str, clone_root: Path) -> Path:
     digest = hashlib.sha256(url.encode()).hexdigest()[:10]
     target = clone_root / f"{repository_name(url)}-{digest}"
     if (target / "HEAD").exists():
-        cmd = ["git", "-C", str(target), "fetch", "--quiet", "--prune", "origin", "+HEAD:HEAD"]
+        cmd = ["git", "-C", str(target), "fetch", "--quiet", "--prune", "origin"]
     else:
         clone_root.mkdir(parents=True, exist_ok=True)
-        cmd = ["git", "clone", "--quiet", "--bare", url, str(target)]
+        cmd = ["git", "clone", "--quiet", "--mirror", url, str(target)]
     result = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         message = result.stderr.strip().splitlines()[-1:] or ["unknown error"]

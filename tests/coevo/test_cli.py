@@ -97,23 +97,32 @@ def test_run_reports_a_bad_repository_and_mines_the_good_one(tmp_path: Path) -> 
     assert list(data["errors"]) == [str(tmp_path / "missing")]
 
 
-def test_mine_a_clone_url(tmp_path: Path) -> None:
+def test_mine_a_clone_url_then_fetch_new_commits(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
-    url = (tmp_path / "calc").as_uri()
-    env_root = tmp_path / "clones"
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "coevo"), "mine", url, "--db", str(tmp_path / "c.db"), "--json"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "COEVO_CLONES": str(env_root)},
-        check=False,
-    )
-    assert result.returncode == 0, result.stderr
-    (run,) = json.loads(result.stdout)["runs"]
-    assert run["repository"] == "calc"
-    assert run["candidates"] == 11
-    assert len(list(env_root.iterdir())) == 1
-    assert repo.shas
+    clones = tmp_path / "clones"
+
+    def mine_url() -> dict:
+        result = subprocess.run(
+            [str(Path(sys.executable).parent / "coevo"), "mine", repo.path.as_uri(), "--json",
+             "--db", str(tmp_path / "c.db")],
+            capture_output=True, text=True, env={**os.environ, "COEVO_CLONES": str(clones)}, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        (run,) = json.loads(result.stdout)["runs"]
+        return run
+
+    first = mine_url()
+    assert (first["repository"], first["candidates"]) == ("calc", 11)
+    assert len(list(clones.iterdir())) == 1
+    calc = "src/main/java/demo/Calculator.java"
+    test = "src/test/java/demo/ArithmeticTest.java"
+    repo.commit("later", "2024-04-01T10:00:00+00:00", {
+        calc: repo.read(calc).replace("return a * b;", "return Math.multiplyExact(a, b);"),
+        test: repo.read(test).rstrip().removesuffix("}")
+        + "    @Test\n    void testMultiply() {\n        assertEquals(6, calc.multiply(2, 3));\n    }\n}\n",
+    })  # fmt: skip
+    second = mine_url()
+    assert (second["commits_scanned"], second["candidates"]) == (1, 1)
 
 
 def test_main_returns_exit_codes_without_raising() -> None:

@@ -108,7 +108,7 @@ def test_pairs_record_revisions_dates_and_span(mined: tuple[Store, dict[str, str
     assert single.rev2_utc_offset_minutes == 60
     assert single.rev2_author == "Ada Lovelace <ada@example.org>"
     assert "Math.addExact" in single.production_diff
-    assert single.production_diff.startswith(f"--- a/{CALC}\n+++ b/{CALC}\n")
+    assert single.production_diff.startswith(f"diff --git a/{CALC} b/{CALC}\n")
     # The feature branch commit pairs with its own parent, not with the merge.
     assert pairs["feature: max"].rev1 == shas["prod then tests 30h: tests"]
 
