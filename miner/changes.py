@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from tasks import MethodChangeKind, TestChangeKind
 
 from .errors import SourceSyntaxError
-from .languages import Language, MethodInfo, ParsedFile
+from .languages import MethodInfo, ParsedFile
 
 
 @dataclass(frozen=True)
@@ -77,33 +77,34 @@ def _rekey(key: str, old_stem: str, new_stem: str) -> str:
 
 
 class ParseCache:
-    """Parsed files by (language, blob id): a blob parsed once serves every pair that holds it."""
+    """Parsed files by blob id: a blob parsed once serves every pair that holds it."""
 
     def __init__(self, size: int = 512) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[str, str], ParsedFile | SourceSyntaxError] = OrderedDict()
+        self._entries: OrderedDict[str, ParsedFile | SourceSyntaxError] = OrderedDict()
         self.hits = 0
         self.misses = 0
 
-    def parse(self, language: Language, blob_id: str, read: Callable[[], bytes]) -> ParsedFile:
+    def parse(
+        self, blob_id: str, read: Callable[[], bytes], parse: Callable[[bytes], ParsedFile]
+    ) -> ParsedFile:
         """The parse of a blob; ``read`` gives its content and is called only on a miss.
 
         Raises :class:`SourceSyntaxError` (cached too) when the blob does not parse.
         """
-        key = (language.name, blob_id)
-        entry = self._entries.get(key)
+        entry = self._entries.get(blob_id)
         if entry is None:
             self.misses += 1
             try:
-                entry = language.parse(read())
+                entry = parse(read())
             except SourceSyntaxError as exc:
                 entry = exc
-            self._entries[key] = entry
+            self._entries[blob_id] = entry
             if len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         else:
             self.hits += 1
-            self._entries.move_to_end(key)
+            self._entries.move_to_end(blob_id)
         if isinstance(entry, SourceSyntaxError):
             raise entry
         return entry

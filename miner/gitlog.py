@@ -17,15 +17,22 @@ from .errors import NotARepository
 _RECORD = "\x1e"
 _FIELD = "\x1f"
 _FORMAT = f"{_RECORD}%H{_FIELD}%P{_FIELD}%aI{_FIELD}%cI"
+_NULL_BLOB = "0" * 40
 
 
 @dataclass(frozen=True)
 class FileChange:
-    """One line of ``--name-status``: a status letter and the path (and the old path for renames)."""
+    """One file of a commit's ``--raw`` diff: status letter, paths and blob ids.
+
+    ``old_path`` is set for renames and copies; a blob id is None on the side where the
+    file does not exist (added or deleted).
+    """
 
     status: str
     path: str
     old_path: str | None = None
+    old_blob: str | None = None
+    new_blob: str | None = None
 
 
 @dataclass(frozen=True)
@@ -79,7 +86,7 @@ def iter_log(
     """
     cmd = [
         "git", "-C", str(repo), "-c", "core.quotepath=false", "log", "-z", "--reverse",
-        "--topo-order", "--no-merges", "-M", "--name-status", f"--format={_FORMAT}",
+        "--topo-order", "--no-merges", "-M", "--raw", "--no-abbrev", f"--format={_FORMAT}",
         *log_args(revisions, since, until), "--",
     ]  # fmt: skip
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as proc:
@@ -106,7 +113,7 @@ def read_commit(repo: Path, sha: str) -> LogCommit:
     """One commit in the same shape as :func:`iter_log` gives (for ancestors outside the window)."""
     out = subprocess.run(
         ["git", "-C", str(repo), "-c", "core.quotepath=false", "show", "-z", "-M",
-         "--name-status", f"--format={_FORMAT}", sha, "--"],
+         "--raw", "--no-abbrev", f"--format={_FORMAT}", sha, "--"],
         capture_output=True, check=True,
     ).stdout  # fmt: skip
     return _parse_record(out.lstrip(_RECORD.encode()))
@@ -120,13 +127,23 @@ def _parse_record(record: bytes) -> LogCommit:
     changes: list[FileChange] = []
     i = 0
     while i < len(fields):
-        status = fields[i].strip()
+        _, _, old_blob, new_blob, status = fields[i].lstrip(":").split(" ")
         if status[:1] in ("R", "C"):
-            changes.append(FileChange(status[0], fields[i + 2], old_path=fields[i + 1]))
+            old_path: str | None = fields[i + 1]
+            path = fields[i + 2]
             i += 3
         else:
-            changes.append(FileChange(status[:1], fields[i + 1]))
+            old_path, path = None, fields[i + 1]
             i += 2
+        changes.append(
+            FileChange(
+                status[:1],
+                path,
+                old_path=old_path,
+                old_blob=None if old_blob == _NULL_BLOB else old_blob,
+                new_blob=None if new_blob == _NULL_BLOB else new_blob,
+            )
+        )
     return LogCommit(
         sha=sha,
         parents=tuple(parents.split()),
@@ -144,9 +161,6 @@ class BlobChange:
     new_path: str | None
     old_blob: str | None
     new_blob: str | None
-
-
-_NULL_BLOB = "0" * 40
 
 
 def diff_blobs(repo: Path, rev1: str, rev2: str, paths: list[str] | None) -> list[BlobChange]:

@@ -20,7 +20,7 @@ from tree_sitter import Language as TSLanguage
 from tree_sitter import Node, Parser
 
 from .errors import SourceSyntaxError
-from .languages import Language, MethodInfo, ParsedFile, register_language
+from .languages import Language, MethodInfo, MethodScan, ParsedFile, register_language
 
 # Node types of tree-sitter-java (0.23) this module relies on.
 _TYPE_DECLARATIONS = frozenset(
@@ -89,15 +89,16 @@ class _TypeScope:
     """The innermost type is a class extending ``TestCase``."""
     record_params: Node | None = None
     """The record header's ``formal_parameters``, for compact constructors."""
-    scan_all: bool = False
-    """Scan every method body for calls, type references and tokens, not only test methods."""
+    scan: str = "tests"
+    """Whose bodies to scan for calls, type references and tokens: ``none``, ``tests`` or ``all``."""
 
 
-def parse_java(source: bytes, scan_all: bool = False) -> ParsedFile:
+def parse_java(source: bytes, scan: str = "tests") -> ParsedFile:
     """Parses a Java compilation unit and returns its methods and declared types.
 
-    Calls, type references and tokens are filled for test methods, or for every
-    method with ``scan_all`` (the body scan is most of the parsing cost).
+    Calls, type references and tokens are filled for test methods (``scan="tests"``),
+    every method (``"all"``) or none (``"none"``: the body scan is most of the
+    parsing cost; :func:`scan_java_method` does it later for the few that need it).
 
     Raises :class:`~miner.errors.SourceSyntaxError` (with ``.line`` set, 1-based)
     when tree-sitter reports an ERROR or MISSING node.
@@ -110,7 +111,7 @@ def parse_java(source: bytes, scan_all: bool = False) -> ParsedFile:
 
     methods: list[MethodInfo] = []
     classes: list[str] = []
-    top = _TypeScope(container="", type_params=frozenset(), junit3=False, scan_all=scan_all)
+    top = _TypeScope(container="", type_params=frozenset(), junit3=False, scan=scan)
     for child in root.named_children:
         if child.type in _TYPE_DECLARATIONS:
             _walk_type(source, child, top, methods, classes)
@@ -118,6 +119,35 @@ def parse_java(source: bytes, scan_all: bool = False) -> ParsedFile:
             # Java 21+ implicitly declared classes allow methods at the top level.
             methods.append(_method_info(source, child, top))
     return ParsedFile(methods=tuple(methods), classes=tuple(classes))
+
+
+_SCAN_PREFIX = b"record __Scan() {\n"
+
+
+def scan_java_method(text: str) -> MethodScan:
+    """Calls, type references and tokens of one method's source, parsed on its own.
+
+    The method is wrapped in a record body (where methods, constructors and compact
+    constructors are all allowed); a snippet that does not parse yields what tree-sitter
+    recovered.
+    """
+    source = _SCAN_PREFIX + text.encode("utf-8", errors="surrogateescape") + b"\n}\n"
+    root = _parser().parse(source).root_node
+    decl = _first_method(root)
+    if decl is None:
+        return frozenset(), frozenset(), ()
+    calls, type_refs, tokens = _scan_body(source, decl, _type_param_names(decl))
+    return frozenset(calls), frozenset(type_refs), tuple(tokens)
+
+
+def _first_method(root: Node) -> Node | None:
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if node.type in _METHOD_DECLARATIONS:
+            return node
+        stack.extend(reversed(node.children))
+    return None
 
 
 def _first_error_line(root: Node) -> int:
@@ -144,7 +174,7 @@ def _walk_type(
         type_params=outer.type_params | _type_param_names(decl),
         junit3=decl.type == "class_declaration" and _extends_test_case(decl),
         record_params=(decl.child_by_field_name("parameters") if decl.type == "record_declaration" else None),
-        scan_all=outer.scan_all,
+        scan=outer.scan,
     )
     body = decl.child_by_field_name("body")
     if body is not None:
@@ -163,6 +193,33 @@ def _walk_members(
             _walk_members(source, member, scope, methods, classes)
         elif member.type == "enum_constant":
             _walk_enum_constant(source, member, scope, methods, classes)
+        elif member.type == "field_declaration":
+            _walk_field_initializers(source, member, scope, methods, classes)
+
+
+def _walk_field_initializers(
+    source: bytes, field: Node, scope: _TypeScope, methods: list[MethodInfo], classes: list[str]
+) -> None:
+    """Methods of anonymous classes assigned to fields, ``X = new Adapter() { ... }``, under ``Outer.X``.
+
+    Such adapters are common (Gson's ``TypeAdapters``) and belong to no method.
+    """
+    for declarator in field.named_children:
+        if declarator.type != "variable_declarator":
+            continue
+        value = declarator.child_by_field_name("value")
+        if value is None or value.type != "object_creation_expression":
+            continue
+        body = next((c for c in value.named_children if c.type == "class_body"), None)
+        if body is None:
+            continue
+        inner = _TypeScope(
+            container=f"{scope.container}.{_field_text(declarator, 'name')}",
+            type_params=scope.type_params,
+            junit3=False,
+            scan=scope.scan,
+        )
+        _walk_members(source, body, inner, methods, classes)
 
 
 def _walk_enum_constant(
@@ -181,7 +238,7 @@ def _walk_enum_constant(
         container=f"{scope.container}.{_field_text(constant, 'name')}",
         type_params=scope.type_params,
         junit3=False,
-        scan_all=scope.scan_all,
+        scan=scope.scan,
     )
     _walk_members(source, body, inner, methods, classes)
 
@@ -196,7 +253,7 @@ def _method_info(source: bytes, decl: Node, scope: _TypeScope) -> MethodInfo:
     qualified = f"{scope.container}.{name}" if scope.container else name
     is_test = _is_test(decl, scope, param_types)
     # The body scan (the costly part) serves test methods only: linking and refactoring checks.
-    if is_test or scope.scan_all:
+    if scope.scan == "all" or (is_test and scope.scan == "tests"):
         type_params = scope.type_params | _type_param_names(decl)
         calls, type_refs, tokens = _scan_body(source, decl, type_params)
     else:
@@ -461,6 +518,7 @@ JAVA = register_language(
     Language(
         name="java",
         suffixes=(".java",),
+        scan=scan_java_method,
         test_globs=(
             "src/test/**",
             "**/src/test/**",

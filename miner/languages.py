@@ -58,6 +58,10 @@ class ParsedFile:
         return {method.key: method for method in self.methods}
 
 
+MethodScan = tuple[frozenset[str], frozenset[str], tuple[str, ...]]
+"""(calls, type references, tokens) of one method."""
+
+
 @dataclass(frozen=True)
 class Language:
     """A language the miner can walk: its file suffixes, default test patterns and parser."""
@@ -66,8 +70,12 @@ class Language:
     suffixes: tuple[str, ...]
     test_globs: tuple[str, ...]
     """Glob patterns (matched on the whole path and on the file name) that make a file test code."""
-    parse: Callable[[bytes], ParsedFile]
-    """Parses a file's bytes; raises :class:`miner.errors.SourceSyntaxError` on a syntax error."""
+    parse: Callable[..., ParsedFile]
+    """``parse(source: bytes, scan="tests")``: a file's methods; raises
+    :class:`miner.errors.SourceSyntaxError`. ``scan`` (``none``, ``tests``, ``all``) says whose
+    bodies to scan for calls, type references and tokens."""
+    scan: Callable[[str], MethodScan]
+    """Calls, type references and tokens of one method's source text, for methods parsed unscanned."""
     build_files: tuple[str, ...] = ()
     """File names that show a repository uses this language's build (``pom.xml``, ``pyproject.toml``)."""
 

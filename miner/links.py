@@ -49,19 +49,23 @@ def static_links(
     """
     subjects = _subjects(test, test_file)
     test_words = test.name.lower().removeprefix("test").strip("_")
-    links: list[tuple[ProductionMethod, LinkProvenance]] = []
-    for prod in production:
-        if prod.kind is MethodChangeKind.REMOVED:
-            continue
-        called = prod.class_name in test.calls if prod.is_constructor else prod.method.name in test.calls
-        if called:
-            links.append((prod, LinkProvenance.CALL))
-        if prod.class_name in test.type_refs:
+    linkable = [prod for prod in production if prod.kind is not MethodChangeKind.REMOVED]
+    called = [prod for prod in linkable if _calls(test, prod)]
+    called_classes = {prod.class_name for prod in called}
+    links = [(prod, LinkProvenance.CALL) for prod in called]
+    for prod in linkable:
+        # A named class is a weaker hint than a call: it links the class's changed methods only
+        # when the test calls none of them (it may reach them through an interface or a helper).
+        if prod.class_name in test.type_refs and prod.class_name not in called_classes:
             links.append((prod, LinkProvenance.CLASS_REFERENCE))
         name = prod.method.name.lower().strip("_")
         if prod.class_name in subjects and name and name in test_words:
             links.append((prod, LinkProvenance.NAMING))
     return links
+
+
+def _calls(test: MethodInfo, prod: ProductionMethod) -> bool:
+    return (prod.class_name if prod.is_constructor else prod.method.name) in test.calls
 
 
 def _subjects(test: MethodInfo, test_file: str) -> set[str]:

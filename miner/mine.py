@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-import logging
+import dataclasses
+import os
+import signal
 import subprocess
-from collections.abc import Callable
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from pydriller import Git
-from sqlalchemy import insert
-from sqlmodel import Session, select
+from sqlalchemy import Table, delete
+from sqlmodel import Session, SQLModel, col, select
 
 from tasks import (
     Candidate,
@@ -26,31 +33,18 @@ from tasks import (
     RunStatus,
     Skip,
     Store,
-    TestChangeKind,
     utcnow,
 )
 
-from .changes import MethodDelta, ParseCache, method_deltas
-from .errors import SourceSyntaxError
+from .analysis import CommitAnalyzer, CommitRecord, failed_record
 from .files import FilePatterns, FileRole
-from .gitlog import (
-    BlobReader,
-    LogCommit,
-    count_commits,
-    diff_blobs,
-    git,
-    iter_log,
-    read_commit,
-    unified_diff,
-)
-from .languages import Language, ParsedFile, get_language
-from .links import ProductionMethod, static_links
+from .gitlog import LogCommit, count_commits, git, iter_log, read_commit
+from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
 from .source import detect_language, is_url, local_checkout, repository_name
 
-log = logging.getLogger(__name__)
-
-_MAX_DIFF_PATHS = 500  # past this many paths, diff the whole trees rather than list them
+_PARALLEL_FROM = 300
+"""Histories shorter than this many commits are mined in-process: workers cost more than they save."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +60,8 @@ class MineRequest:
     exclude_globs: tuple[str, ...] = ()
     name: str | None = None
     clone_root: Path | None = None
+    workers: int | None = None
+    """Analysis processes; None: one per core for long histories, in-process for short ones."""
 
 
 @dataclass
@@ -85,6 +81,7 @@ class _Counts:
     pairs: int = 0
     candidates: int = 0
     skipped_files: int = 0
+    failed: int = 0
     outcomes: dict[str, int] = field(default_factory=dict)
 
 
@@ -139,23 +136,28 @@ def mine(store: Store, request: MineRequest, progress: Progress | None = None) -
     commit in flight, and the next run skips what is already mined.
     """
     repo = register_repository(store, request)
-    return Miner(store, repo, window=request.window).run(request.since, request.until, progress)
+    miner = Miner(store, repo, window=request.window, workers=request.workers)
+    return miner.run(request.since, request.until, progress)
 
 
 class Miner:
     """Walks one repository. Construction does no I/O."""
 
-    def __init__(self, store: Store, repo: Repository, window: timedelta = DEFAULT_WINDOW) -> None:
+    def __init__(
+        self,
+        store: Store,
+        repo: Repository,
+        window: timedelta = DEFAULT_WINDOW,
+        workers: int | None = None,
+    ) -> None:
         self.store = store
         self.repo = repo
         self.window = window
+        self.workers = workers
         self.path = Path(repo.path)
-        self.language: Language = get_language(repo.language)
         self.patterns = FilePatterns.for_language(
-            self.language, tuple(repo.test_globs), tuple(repo.exclude_globs)
+            get_language(repo.language), tuple(repo.test_globs), tuple(repo.exclude_globs)
         )
-        self.cache = ParseCache()
-        self.blobs = BlobReader(self.path)
         self._git: Git | None = None
 
     @property
@@ -173,40 +175,84 @@ class Miner:
         progress = progress or Progress()
         head = git(self.path, "rev-parse", "HEAD").strip()
         revisions = self._revisions(head, since)
-        assert self.repo.id is not None
-        run = MiningRun(
-            repository_id=self.repo.id, started_at=utcnow(), since=since, until=until, head_sha=head
-        )
+        run = MiningRun(repository_id=self._repo_id, since=since, until=until, head_sha=head)
         with self.store.session() as session:
             session.add(run)
         counts = _Counts()
-        progress.start(self.repo.name, count_commits(self.path, revisions, since, until))
+        total = count_commits(self.path, revisions, since, until)
+        progress.start(self.repo.name, total)
+        plans = self._plans_to_mine(iter_log(self.path, revisions, since, until), counts, progress)
+        batch = _Batch(self.store)
         try:
-            for commit, plan in plan_pairs(
-                iter_log(self.path, revisions, since, until),
-                self.patterns,
-                self._lookup,
-                self.window,
-            ):
-                counts.scanned += 1
-                if plan is not None or touches(commit, self.patterns, FileRole.PRODUCTION):
-                    counts.selected += 1
-                if plan is not None:
-                    counts.test_commits += 1
-                    self._mine_commit(plan, run, counts)
-                progress.advance(1)
+            for record in self._analysed(plans, total):
+                with _sigint_deferred():
+                    self._write(batch.session, record, run, counts)
+                batch.commit_now_and_then()
+            batch.commit()
         except KeyboardInterrupt:
+            batch.commit()  # every record in it is whole: Ctrl-C waits for the one being written
             self._finish(run, counts, RunStatus.INTERRUPTED, "interrupted; run again to resume")
             raise
         except Exception as exc:
+            batch.rollback()
             self._finish(run, counts, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
             raise
-        finally:
-            self.blobs.close()
-        self._finish(run, counts, RunStatus.COMPLETED, "")
-        if until is None:
-            self._advance_watermark(head, since)
+        if counts.failed:
+            message = f"{counts.failed} commits failed (see skips); run again to retry them"
+            self._finish(run, counts, RunStatus.COMPLETED, message)
+        else:
+            self._finish(run, counts, RunStatus.COMPLETED, "")
+            if until is None:
+                self._advance_watermark(head, since)
         return run
+
+    def _plans_to_mine(
+        self, log: Iterator[LogCommit], counts: _Counts, progress: Progress
+    ) -> Iterator[PairPlan]:
+        """Plans of the commits that changed tests and are not mined yet; counts the rest."""
+        for commit, plan in plan_pairs(log, self.patterns, self._lookup, self.window):
+            counts.scanned += 1
+            if plan is not None or touches(commit, self.patterns, FileRole.PRODUCTION):
+                counts.selected += 1
+            if plan is not None:
+                counts.test_commits += 1
+                if self._is_mined(plan.rev2.sha):
+                    counts.already_mined += 1
+                else:
+                    yield plan
+            progress.advance(1)
+
+    def _analysed(self, plans: Iterator[PairPlan], total: int) -> Iterator[CommitRecord]:
+        """Records in commit order: analysed here, or by worker processes for long histories."""
+        workers = self.workers or (os.cpu_count() or 1 if total >= _PARALLEL_FROM else 1)
+        language = get_language(self.repo.language)
+        if workers <= 1:
+            analyzer = CommitAnalyzer(self.path, language, self.patterns)
+            try:
+                yield from (analyzer.analyse(plan) for plan in plans)
+            finally:
+                analyzer.close()
+            return
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            initializer=_start_worker,
+            initargs=(self.path, self.repo.language, self.patterns),
+        ) as pool:
+            try:
+                yield from _in_order(pool, plans, in_flight=8 * workers)
+            except BaseException:
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+
+    def _is_mined(self, sha: str) -> bool:
+        """Whether a commit is mined for good (a failed commit is tried again)."""
+        with self.store.session() as session:
+            outcome = session.exec(
+                select(MinedCommit.outcome).where(
+                    MinedCommit.repository_id == self._repo_id, MinedCommit.sha == sha
+                )
+            ).first()
+        return outcome is not None and outcome != CommitOutcome.ERROR
 
     def _revisions(self, head: str, since: datetime | None) -> list[str]:
         """``watermark..HEAD`` when an earlier run covered this window up to its head, else HEAD."""
@@ -254,232 +300,216 @@ class Miner:
         except Exception:
             return None
 
-    def _mine_commit(self, plan: PairPlan, run: MiningRun, counts: _Counts) -> None:
-        sha = plan.rev2.sha
-        with self.store.session() as session:
-            done = session.exec(
-                select(MinedCommit.id).where(
-                    MinedCommit.repository_id == self.repo.id, MinedCommit.sha == sha
-                )
-            ).first()
-        if done is not None:
-            counts.already_mined += 1
-            return
-        try:
-            with self.store.session() as session:
-                outcome = self._write_commit(session, plan, run, counts)
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except Exception as exc:  # an odd commit must never stop the walk
-            log.warning("skipping commit %s: %s", sha[:10], exc)
-            outcome = CommitOutcome.ERROR
-            with self.store.session() as session:
-                session.add(self._marker(plan, run, outcome, f"{type(exc).__name__}: {exc}"))
-                session.add(
-                    Skip(repository_id=self._repo_id, sha=sha, reason="commit_error", detail=str(exc))
-                )
-        counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
-
     @property
     def _repo_id(self) -> int:
         assert self.repo.id is not None
         return self.repo.id
 
-    def _marker(
-        self, plan: PairPlan, run: MiningRun, outcome: CommitOutcome, detail: str = ""
-    ) -> MinedCommit:
-        return MinedCommit(
-            repository_id=self._repo_id,
-            sha=plan.rev2.sha,
-            committer_date=plan.rev2.committer_date,
-            outcome=outcome,
-            detail=detail,
-            run_id=run.id,
+    def _write(self, session: Session, record: CommitRecord, run: MiningRun, counts: _Counts) -> None:
+        """Writes one commit's record and its resume marker (all of it or, interrupted, none)."""
+        repo_id = self._repo_id
+        metadata: dict[str, Any] = {}
+        if record.pair is not None and record.candidates:
+            try:
+                metadata = self._metadata(record.pair.rev1, record.pair.rev2)
+            except Exception as exc:
+                record = failed_record(record.sha, record.committer_date, exc)
+        # A commit that failed before is replaced by this attempt.
+        session.execute(
+            delete(MinedCommit).where(
+                col(MinedCommit.repository_id) == repo_id, col(MinedCommit.sha) == record.sha
+            )
         )
-
-    def _write_commit(
-        self, session: Session, plan: PairPlan, run: MiningRun, counts: _Counts
-    ) -> CommitOutcome:
-        """Writes one commit's pair, method changes, candidates, links, skips and marker."""
-        if plan.outcome is not CommitOutcome.PAIRED or plan.rev1 is None:
-            session.add(self._marker(plan, run, plan.outcome))
-            return plan.outcome
-        analysis = self._analyse(plan)
-        for skip in analysis.skips:
-            session.add(skip)
-        counts.skipped_files += len(analysis.skips)
-        if not analysis.tests:
+        session.execute(
+            delete(Skip).where(
+                col(Skip.repository_id) == repo_id,
+                col(Skip.sha) == record.sha,
+                col(Skip.reason) == "commit_error",
+            )
+        )
+        if record.skips:
+            session.execute(
+                _table(Skip).insert(),
+                [
+                    {"repository_id": repo_id, "sha": k.sha, "path": k.path, "reason": k.reason,
+                     "detail": k.detail}
+                    for k in record.skips
+                ],
+            )  # fmt: skip
+        if record.pair is not None and record.candidates:
+            self._write_pair(session, record, metadata)
+            counts.pairs += 1
+            counts.candidates += len(record.candidates)
+        outcome = record.outcome
+        if outcome is CommitOutcome.PAIRED and not record.candidates:
             outcome = CommitOutcome.NO_TEST_METHOD_CHANGE
-            session.add(self._marker(plan, run, outcome))
-            return outcome
-
-        rev2 = self.pydriller.get_commit(plan.rev2.sha)
-        rev1 = self.pydriller.get_commit(plan.rev1)
-        pair = RevisionPair(
-            repository_id=self._repo_id,
-            rev1=plan.rev1,
-            rev2=plan.rev2.sha,
-            rev1_date=rev1.committer_date,
-            rev2_date=rev2.committer_date,
-            rev2_author_date=rev2.author_date,
-            rev2_utc_offset_minutes=-rev2.committer_timezone // 60,
-            rev1_author=_person(rev1.author.name, rev1.author.email),
-            rev2_author=_person(rev2.author.name, rev2.author.email),
-            rev2_message=rev2.msg,
-            commits=[c.sha for c in plan.commits],
-            span_seconds=plan.span_seconds,
-            production_diff=analysis.production_diff,
+        session.add(
+            MinedCommit(
+                repository_id=repo_id,
+                sha=record.sha,
+                committer_date=record.committer_date,
+                outcome=outcome,
+                detail=record.detail,
+                run_id=run.id,
+            )
         )
-        session.add(pair)
-        session.flush()
-        assert pair.id is not None
-        change_ids: dict[tuple[str, str], int] = {}
-        rows: list[MethodChange] = []
-        for prod in analysis.production:
-            row = MethodChange(
-                pair_id=pair.id,
-                file=prod.file,
-                old_file=prod.old_file,
-                method=prod.delta.key,
-                kind=prod.delta.production_kind,
-                old_start=prod.delta.old.start_line if prod.delta.old else None,
-                old_end=prod.delta.old.end_line if prod.delta.old else None,
-                new_start=prod.delta.new.start_line if prod.delta.new else None,
-                new_end=prod.delta.new.end_line if prod.delta.new else None,
-            )
-            rows.append(row)
-        session.add_all(rows)
-        session.flush()
-        for prod, row in zip(analysis.production, rows, strict=True):
-            assert row.id is not None
-            change_ids[(prod.file, prod.delta.key)] = row.id
-        production = [prod.as_linkable() for prod in analysis.production]
-        link_rows: list[dict[str, Any]] = []
-        for test in analysis.tests:
-            new = test.delta.new
-            assert new is not None
-            links = static_links(new, test.file, production)
-            kind = test.delta.test_kind
-            if kind is TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES and not any(
-                provenance == "call" for _, provenance in links
-            ):
-                continue
-            old = test.delta.old
-            candidate = Candidate(
-                repository_id=self._repo_id,
-                pair_id=pair.id,
-                test_file=test.file,
-                old_test_file=test.old_file,
-                test_method=test.delta.key,
-                change_kind=kind,
-                old_source=old.source if old else None,
-                new_source=new.source,
-                old_start=old.start_line if old else None,
-                old_end=old.end_line if old else None,
-                new_start=new.start_line,
-                new_end=new.end_line,
-            )
-            session.add(candidate)
-            session.flush()
-            assert candidate.id is not None
-            link_rows += [
+        counts.skipped_files += sum(1 for k in record.skips if k.path)
+        counts.failed += outcome is CommitOutcome.ERROR
+        counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
+
+    def _metadata(self, rev1_sha: str, rev2_sha: str) -> dict[str, Any]:
+        """Dates, authors and message of a pair's commits, read with PyDriller.
+
+        PyDriller opens only these two commits, and only in this process: opening a
+        repository writes to its config, which worker processes must not race on.
+        """
+        rev2 = self.pydriller.get_commit(rev2_sha)
+        rev1 = self.pydriller.get_commit(rev1_sha)
+        return {
+            "rev1_date": rev1.committer_date,
+            "rev2_date": rev2.committer_date,
+            "rev2_author_date": rev2.author_date,
+            "rev2_utc_offset_minutes": -rev2.committer_timezone // 60,
+            "rev1_author": _person(rev1.author.name, rev1.author.email),
+            "rev2_author": _person(rev2.author.name, rev2.author.email),
+            "rev2_message": rev2.msg,
+        }
+
+    def _write_pair(self, session: Session, record: CommitRecord, metadata: dict[str, Any]) -> None:
+        pair = record.pair
+        assert pair is not None
+        repo_id = self._repo_id
+        pair_id = session.execute(
+            _table(RevisionPair).insert().returning(_table(RevisionPair).c.id),
+            [
                 {
-                    "candidate_id": candidate.id,
-                    "method_change_id": change_ids[(prod_method.file, prod_method.method.key)],
-                    "provenance": provenance,
+                    "repository_id": repo_id,
+                    **_fields(pair, "commits"),
+                    "commits": list(pair.commits),
+                    **metadata,
                 }
-                for prod_method, provenance in links
-            ]
-            counts.candidates += 1
-        if link_rows:
-            # Links are many and plain: one executemany, not an ORM object each.
-            session.execute(insert(FocalLink), link_rows)
-        session.add(self._marker(plan, run, CommitOutcome.PAIRED))
-        counts.pairs += 1
-        return CommitOutcome.PAIRED
-
-    def _analyse(self, plan: PairPlan) -> _Analysis:
-        """Method-level changes of the language's files between rev1 and rev2."""
-        assert plan.rev1 is not None
-        paths = sorted(
-            {
-                path
-                for commit in plan.commits
-                for change in commit.changes
-                for path in (change.path, change.old_path)
-                if path is not None and self.patterns.role(path) is not FileRole.OTHER
-            }
-        )
-        restrict = paths if len(paths) <= _MAX_DIFF_PATHS else None
-        analysis = _Analysis()
-        production_paths: list[str] = []
-        for change in diff_blobs(self.path, plan.rev1, plan.rev2.sha, restrict):
-            role = self.patterns.role(change.new_path or change.old_path or "")
-            if role is FileRole.OTHER:
-                continue
-            try:
-                old = self._parse(change.old_blob) if change.old_blob else None
-            except SourceSyntaxError as exc:
-                analysis.skips.append(self._skip(plan.rev1, change.old_path or "", exc))
-                continue
-            try:
-                new = self._parse(change.new_blob) if change.new_blob else None
-            except SourceSyntaxError as exc:
-                analysis.skips.append(self._skip(plan.rev2.sha, change.new_path or "", exc))
-                continue
-            deltas = method_deltas(old, new, change.old_path, change.new_path)
-            if role is FileRole.PRODUCTION:
-                changed = [d for d in deltas if d.changed]
-                path = change.new_path or change.old_path or ""
-                analysis.production += [_FileMethod(path, change.old_path, d) for d in changed]
-                production_paths += {p for p in (change.old_path, change.new_path) if p}
-            elif change.new_path is not None:
-                analysis.tests += [
-                    _FileMethod(change.new_path, change.old_path, d)
-                    for d in deltas
-                    if d.new is not None and d.new.is_test
-                ]
-        if not analysis.production:
-            # Tests are only co-evolution candidates when production methods changed alongside:
-            # an unchanged test then has nothing to depend on.
-            analysis.tests = [t for t in analysis.tests if t.delta.changed]
-        if not any(t.delta.changed for t in analysis.tests):
-            analysis.tests = []
-        elif production_paths:
-            analysis.production_diff = unified_diff(
-                self.path, plan.rev1, plan.rev2.sha, sorted(set(production_paths))
+            ],
+        ).scalar_one()
+        change_ids: list[int] = []
+        if record.changes:
+            change_ids = list(
+                session.execute(
+                    _table(MethodChange)
+                    .insert()
+                    .returning(_table(MethodChange).c.id, sort_by_parameter_order=True),
+                    [{"pair_id": pair_id, **_fields(c)} for c in record.changes],
+                ).scalars()
             )
-        return analysis
-
-    def _parse(self, blob: str) -> ParsedFile:
-        return self.cache.parse(self.language, blob, lambda: self.blobs.read(blob))
-
-    def _skip(self, sha: str, path: str, exc: SourceSyntaxError) -> Skip:
-        return Skip(repository_id=self._repo_id, sha=sha, path=path, reason="syntax_error", detail=str(exc))
-
-
-@dataclass(frozen=True)
-class _FileMethod:
-    file: str
-    old_file: str | None
-    delta: MethodDelta
-
-    def as_linkable(self) -> ProductionMethod:
-        method = self.delta.new or self.delta.old
-        assert method is not None
-        return ProductionMethod(self.file, method, self.delta.production_kind)
+        candidate_ids = list(
+            session.execute(
+                _table(Candidate).insert().returning(_table(Candidate).c.id, sort_by_parameter_order=True),
+                [
+                    {"repository_id": repo_id, "pair_id": pair_id, **_fields(c, "links")}
+                    for c in record.candidates
+                ],
+            ).scalars()
+        )
+        links = [
+            {"candidate_id": candidate_id, "method_change_id": change_ids[index], "provenance": provenance}
+            for candidate_id, candidate in zip(candidate_ids, record.candidates, strict=True)
+            for index, provenance in candidate.links
+        ]
+        if links:
+            session.execute(_table(FocalLink).insert(), links)
 
 
-@dataclass
-class _Analysis:
-    production: list[_FileMethod] = field(default_factory=list)
-    tests: list[_FileMethod] = field(default_factory=list)
-    skips: list[Skip] = field(default_factory=list)
-    production_diff: str = ""
+def _table(model: type[SQLModel]) -> Table:
+    """The model's Core table: plain executemany inserts, without the ORM's per-row bookkeeping."""
+    table: Table = model.__table__  # type: ignore[attr-defined]
+    return table
 
 
 def _person(name: str | None, email: str | None) -> str:
     return f"{name or ''} <{email or ''}>".strip()
+
+
+def _fields(value: Any, *exclude: str) -> dict[str, Any]:
+    """A record's fields as insert parameters, less the ``exclude``d ones."""
+    return {f.name: getattr(value, f.name) for f in dataclasses.fields(value) if f.name not in exclude}
+
+
+class _Batch:
+    """One open transaction that commits about once a second.
+
+    A commit per record would cost more than the records themselves; a kill loses at
+    most the last second of work, and a record is never half-written.
+    """
+
+    def __init__(self, store: Store, seconds: float = 1.0) -> None:
+        self._store = store
+        self._seconds = seconds
+        self._session: Session | None = None
+        self._since = time.monotonic()
+
+    @property
+    def session(self) -> Session:
+        if self._session is None:
+            self._session = Session(self._store.engine, expire_on_commit=False)
+            self._since = time.monotonic()
+        return self._session
+
+    def commit_now_and_then(self) -> None:
+        if time.monotonic() - self._since >= self._seconds:
+            self.commit()
+
+    def commit(self) -> None:
+        if self._session is not None:
+            self._session.commit()
+            self._session.close()
+            self._session = None
+
+    def rollback(self) -> None:
+        if self._session is not None:
+            self._session.rollback()
+            self._session.close()
+            self._session = None
+
+
+@contextmanager
+def _sigint_deferred() -> Iterator[None]:
+    """Holds Ctrl-C back until the block ends, so a record is written whole or not at all."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        raise KeyboardInterrupt
+
+
+_ANALYZER: CommitAnalyzer | None = None
+
+
+def _start_worker(path: Path, language: str, patterns: FilePatterns) -> None:
+    """Worker initializer: the main process alone answers Ctrl-C and writes the store."""
+    global _ANALYZER
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _ANALYZER = CommitAnalyzer(path, get_language(language), patterns)
+
+
+def _analyse_in_worker(plan: PairPlan) -> CommitRecord:
+    assert _ANALYZER is not None
+    return _ANALYZER.analyse(plan)
+
+
+def _in_order(pool: Executor, plans: Iterator[PairPlan], in_flight: int) -> Iterator[CommitRecord]:
+    """Results of the pool in submission order, with a bounded number of plans in flight."""
+    pending: deque[Future[CommitRecord]] = deque()
+    for plan in plans:
+        pending.append(pool.submit(_analyse_in_worker, plan))
+        if len(pending) >= in_flight:
+            yield pending.popleft().result()
+    while pending:
+        yield pending.popleft().result()
 
 
 def _is_ancestor(path: Path, ancestor: str, head: str) -> bool:

@@ -8,7 +8,7 @@ import textwrap
 import tokenize
 
 from .errors import SourceSyntaxError
-from .languages import Language, MethodInfo, ParsedFile, register_language
+from .languages import Language, MethodInfo, MethodScan, ParsedFile, register_language
 
 _SKIPPED_TOKENS = {
     tokenize.COMMENT,
@@ -21,13 +21,14 @@ _SKIPPED_TOKENS = {
 }
 
 
-def parse_python(source: bytes) -> ParsedFile:
+def parse_python(source: bytes, scan: str = "tests") -> ParsedFile:
     """Lists the functions and methods of a Python module.
 
     Functions nested inside functions belong to their enclosing function (as
     lambdas do in Java); methods of nested classes are listed with the dotted
     class path. Raises :class:`SourceSyntaxError` for code ``ast`` rejects,
-    including undecodable bytes without a coding cookie.
+    including undecodable bytes without a coding cookie. ``scan`` says whose bodies
+    to scan for calls, type references and tokens (``none``, ``tests``, ``all``).
     """
     try:
         tree = ast.parse(source)
@@ -37,9 +38,20 @@ def parse_python(source: bytes) -> ParsedFile:
         raise SourceSyntaxError(f"unparseable source: {exc}") from None
     text = _decode(source)
     lines = text.splitlines(keepends=True)
-    collector = _Collector(lines)
+    collector = _Collector(lines, scan)
     collector.visit_body(tree.body, container=(), unittest_classes=set())
     return ParsedFile(methods=tuple(collector.methods), classes=tuple(collector.classes))
+
+
+def scan_python_function(text: str) -> MethodScan:
+    """Calls, capitalised names and tokens of one function's source, parsed on its own."""
+    try:
+        tree = ast.parse(textwrap.dedent(text))
+    except SyntaxError:
+        return frozenset(), frozenset(), _tokens(text)
+    node = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), tree)
+    calls, type_refs = _references(node)
+    return calls, type_refs, _tokens(text)
 
 
 def _decode(source: bytes) -> str:
@@ -52,8 +64,9 @@ def _decode(source: bytes) -> str:
 
 
 class _Collector:
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: list[str], scan: str) -> None:
         self.lines = lines
+        self.scan = scan
         self.methods: list[MethodInfo] = []
         self.classes: list[str] = []
         self._seen: dict[str, int] = {}
@@ -99,7 +112,8 @@ class _Collector:
         )
         # References and tokens serve linking and refactoring checks of tests only; skipping them for
         # production code keeps parsing large modules cheap.
-        calls, type_refs = _references(node) if is_test else (frozenset(), frozenset())
+        scanned = self.scan == "all" or (is_test and self.scan == "tests")
+        calls, type_refs = _references(node) if scanned else (frozenset(), frozenset())
         self.methods.append(
             MethodInfo(
                 key=key,
@@ -111,7 +125,7 @@ class _Collector:
                 is_test=is_test,
                 calls=calls,
                 type_refs=type_refs,
-                tokens=_tokens(source) if is_test else (),
+                tokens=_tokens(source) if scanned else (),
             )
         )
 
@@ -164,6 +178,7 @@ PYTHON = register_language(
     Language(
         name="python",
         suffixes=(".py",),
+        scan=scan_python_function,
         test_globs=(
             "test_*.py",
             "*_test.py",

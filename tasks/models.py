@@ -82,7 +82,7 @@ class LinkProvenance(StrEnum):
     CALL = "call"
     """The test body calls the production method (or constructs its class, for constructors)."""
     CLASS_REFERENCE = "class_reference"
-    """The test body names the production method's class."""
+    """The test body names the production method's class but calls none of its changed methods."""
     NAMING = "naming"
     """Naming conventions: ``FooTest.testBar`` → ``Foo.bar``, ``test_foo.py::test_bar`` → ``foo.py::bar``."""
 
@@ -233,7 +233,7 @@ class Skip(SQLModel, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repository.id", index=True)
-    sha: str
+    sha: str = Field(index=True)
     path: str = ""
     reason: str
     detail: str = ""

@@ -188,3 +188,45 @@ def test_a_repository_with_a_new_commit_on_a_rewritten_branch_is_rescanned(tmp_p
     # The old watermark is no longer an ancestor of HEAD: the whole history is read again.
     assert run.commits_scanned == 2
     assert (run.test_commits, run.already_mined, run.candidates) == (1, 0, 1)
+
+
+def test_failed_commits_are_recorded_and_retried(tmp_path: Path) -> None:
+    """A bare clone whose config lacks core.bare makes GitPython fail on every pair (seen on mirrors)."""
+    repo = python_history(tmp_path / "calc")
+    bare = tmp_path / "calc.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo.path), str(bare)], check=True)
+    subprocess.run(["git", "-C", str(bare), "config", "--unset", "core.bare"], check=True)
+    store = open_store(tmp_path / "coevo.db")
+    broken = mine(store, MineRequest(location=str(bare), language="python"))
+    assert broken.status == "completed"
+    assert broken.candidates == 0
+    assert "commits failed" in broken.message
+    with store.session() as s:
+        failed = s.exec(select(MinedCommit).where(MinedCommit.outcome == "error")).all()
+        assert len(failed) == 8  # every commit with a pair to write
+        assert s.exec(select(Repository)).one().watermark_sha is None  # nothing is skipped next time
+
+    subprocess.run(["git", "-C", str(bare), "config", "core.bare", "true"], check=True)
+    fixed = mine(store, MineRequest(location=str(bare)))
+    assert fixed.candidates == 10
+    assert fixed.already_mined == 3  # the commits that had nothing to write stay done
+    with store.session() as s:
+        assert s.exec(select(MinedCommit).where(MinedCommit.outcome == "error")).all() == []
+        assert s.exec(select(Repository)).one().watermark_sha is not None
+    reference = open_store(tmp_path / "reference.db")
+    mine(reference, MineRequest(location=str(repo.path)))
+    assert _candidate_keys(store) == _candidate_keys(reference)
+
+
+def test_worker_processes_give_the_same_result(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    serial = open_store(tmp_path / "serial.db")
+    mine(serial, MineRequest(location=str(repo.path), workers=1))
+    parallel = open_store(tmp_path / "parallel.db")
+    run = mine(parallel, MineRequest(location=str(repo.path), workers=2))
+    assert run.candidates == 10
+    assert _candidate_keys(parallel) == _candidate_keys(serial)
+    with serial.session() as a, parallel.session() as b:
+        assert [(m.sha, m.outcome) for m in a.exec(select(MinedCommit).order_by(MinedCommit.sha))] == [
+            (m.sha, m.outcome) for m in b.exec(select(MinedCommit).order_by(MinedCommit.sha))
+        ]

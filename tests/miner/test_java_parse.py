@@ -16,7 +16,7 @@ def _java(text: str) -> bytes:
 
 
 def _methods(text: str) -> dict[str, MethodInfo]:
-    return parse_java(_java(text), scan_all=True).by_key()
+    return parse_java(_java(text), scan="all").by_key()
 
 
 def test_junit5_test_class_keys_tests_and_lines() -> None:
@@ -209,7 +209,7 @@ def test_overloads_generics_constructors_and_nesting() -> None:
         }
         """
     )
-    parsed = parse_java(source, scan_all=True)
+    parsed = parse_java(source, scan="all")
     keys = [m.key for m in parsed.methods]
     assert keys == [
         "Calc.Calc(int)",
@@ -304,7 +304,7 @@ def test_modern_java_features() -> None:
         }
         """
     )
-    parsed = parse_java(source, scan_all=True)
+    parsed = parse_java(source, scan="all")
     methods = parsed.by_key()
     assert list(methods) == [
         "Shape.area()",
@@ -436,7 +436,7 @@ def test_latin1_source_is_decoded_without_error() -> None:
         b"    }\n"
         b"}\n"
     )
-    method = parse_java(source, scan_all=True).by_key()["Caf.name()"]
+    method = parse_java(source, scan="all").by_key()["Caf.name()"]
     assert (method.start_line, method.end_line) == (3, 5)
     assert 'return "caf\u00e9";' in method.source
     assert '"caf\u00e9"' in method.tokens
@@ -507,4 +507,4 @@ def test_body_scan_is_for_tests_unless_asked() -> None:
     assert methods["CalcTest.adds()"].calls == {"Calc", "add"}
     assert methods["CalcTest.helper()"].calls == frozenset()
     assert methods["CalcTest.helper()"].tokens == ()
-    assert parse_java(source, scan_all=True).by_key()["CalcTest.helper()"].calls == {"Calc", "add"}
+    assert parse_java(source, scan="all").by_key()["CalcTest.helper()"].calls == {"Calc", "add"}

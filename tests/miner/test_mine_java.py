@@ -130,9 +130,9 @@ def test_production_changes_and_static_links(mined: tuple[Store, dict[str, str]]
         ("Calculator.subtract(int,int)", "naming"),
     }
     assert links["ArithmeticTest.testMax()"] == {("Calculator.max(int,int)", "call")}
+    # `new Greeter()` names the class, but the call to greet is the stronger link.
     assert links["GreeterTest.greets()"] == {
         ("Greeter.greet(String)", "call"),
-        ("Greeter.greet(String)", "class_reference"),
         ("Greeter.greet(String)", "naming"),
     }
     assert ("Shapes.describeAll(List)", "call") in links["ShapesTest.describesShapes()"]

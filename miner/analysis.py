@@ -1,0 +1,304 @@
+"""One commit that changed test code → a :class:`CommitRecord`, the plain value the miner stores.
+
+Analysis reads git and parses sources but touches no database, so it can run in
+worker processes while the main process writes records in order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from tasks import CommitOutcome, LinkProvenance, MethodChangeKind, TestChangeKind
+
+from .changes import MethodDelta, ParseCache, method_deltas
+from .errors import SourceSyntaxError
+from .files import FilePatterns, FileRole
+from .gitlog import BlobChange, BlobReader, diff_blobs, unified_diff
+from .languages import Language, MethodInfo, MethodScan, ParsedFile
+from .links import ProductionMethod, static_links
+from .pairs import PairPlan
+
+log = logging.getLogger(__name__)
+
+_MAX_DIFF_PATHS = 500  # past this many paths, diff the whole trees rather than list them
+
+
+@dataclass(frozen=True)
+class MethodChangeRecord:
+    file: str
+    old_file: str | None
+    method: str
+    kind: MethodChangeKind
+    old_start: int | None
+    old_end: int | None
+    new_start: int | None
+    new_end: int | None
+
+
+@dataclass(frozen=True)
+class CandidateRecord:
+    test_file: str
+    old_test_file: str | None
+    test_method: str
+    change_kind: TestChangeKind
+    old_source: str | None
+    new_source: str
+    old_start: int | None
+    old_end: int | None
+    new_start: int
+    new_end: int
+    links: tuple[tuple[int, LinkProvenance], ...]
+    """(index into the commit's method changes, provenance)."""
+
+
+@dataclass(frozen=True)
+class SkipRecord:
+    sha: str
+    path: str
+    reason: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    """The pair as analysis sees it; the writer adds the commits' metadata (via PyDriller)."""
+
+    rev1: str
+    rev2: str
+    commits: tuple[str, ...]
+    span_seconds: int
+    production_diff: str
+
+
+@dataclass(frozen=True)
+class CommitRecord:
+    """Everything the miner writes for one commit, in one transaction."""
+
+    sha: str
+    committer_date: datetime
+    outcome: CommitOutcome
+    detail: str = ""
+    pair: PairRecord | None = None
+    changes: tuple[MethodChangeRecord, ...] = ()
+    candidates: tuple[CandidateRecord, ...] = ()
+    skips: tuple[SkipRecord, ...] = ()
+
+
+def failed_record(sha: str, committer_date: datetime, exc: Exception) -> CommitRecord:
+    """The record of a commit whose analysis failed: stored, counted, and retried by the next run."""
+    detail = f"{type(exc).__name__}: {exc}".splitlines()[0]
+    log.warning("commit %s failed: %s", sha[:10], detail)
+    return CommitRecord(
+        sha=sha,
+        committer_date=committer_date,
+        outcome=CommitOutcome.ERROR,
+        detail=detail,
+        skips=(SkipRecord(sha, "", "commit_error", detail),),
+    )
+
+
+@dataclass(frozen=True)
+class _FileMethod:
+    file: str
+    old_file: str | None
+    delta: MethodDelta
+
+
+class CommitAnalyzer:
+    """Analyses commits of one repository. Construction does no I/O."""
+
+    def __init__(self, path: Path, language: Language, patterns: FilePatterns) -> None:
+        self.path = path
+        self.language = language
+        self.patterns = patterns
+        self.cache = ParseCache()
+        self.blobs = BlobReader(path)
+        self._scans: OrderedDict[str, MethodScan] = OrderedDict()
+
+    def close(self) -> None:
+        self.blobs.close()
+
+    def analyse(self, plan: PairPlan) -> CommitRecord:
+        """The record of one commit; an error becomes an ``error`` record, never an exception."""
+        try:
+            return self._analyse(plan)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # an odd commit must never stop the walk
+            return failed_record(plan.rev2.sha, plan.rev2.committer_date, exc)
+
+    def _analyse(self, plan: PairPlan) -> CommitRecord:
+        base = CommitRecord(sha=plan.rev2.sha, committer_date=plan.rev2.committer_date, outcome=plan.outcome)
+        if plan.outcome is not CommitOutcome.PAIRED or plan.rev1 is None:
+            return base
+        production, tests, skips, production_paths = self._method_changes(plan)
+        if not production:
+            # Without a changed production method, an unchanged test has nothing to depend on.
+            tests = [t for t in tests if t.delta.changed]
+        if not any(t.delta.changed for t in tests):
+            return dataclasses.replace(base, outcome=CommitOutcome.NO_TEST_METHOD_CHANGE, skips=skips)
+
+        changes = tuple(_change_record(p) for p in production)
+        linkable = [_linkable(p) for p in production]
+        index = {(p.file, p.method.key): i for i, p in enumerate(linkable)}
+        called_names = _called_names_pattern(linkable)
+        candidates = []
+        for test in tests:
+            new = test.delta.new
+            assert new is not None
+            kind = test.delta.test_kind
+            unchanged = kind is TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES
+            # An unchanged test is kept only if it calls changed code: skip the scan when the
+            # text does not even name a changed method.
+            if unchanged and (called_names is None or not called_names.search(new.source)):
+                continue
+            links = static_links(self._scanned(new), test.file, linkable)
+            if unchanged and not any(p is LinkProvenance.CALL for _, p in links):
+                continue
+            old = test.delta.old
+            candidates.append(
+                CandidateRecord(
+                    test_file=test.file,
+                    old_test_file=test.old_file,
+                    test_method=test.delta.key,
+                    change_kind=kind,
+                    old_source=old.source if old else None,
+                    new_source=new.source,
+                    old_start=old.start_line if old else None,
+                    old_end=old.end_line if old else None,
+                    new_start=new.start_line,
+                    new_end=new.end_line,
+                    links=tuple((index[(m.file, m.method.key)], p) for m, p in links),
+                )
+            )
+        pair = PairRecord(
+            rev1=plan.rev1,
+            rev2=plan.rev2.sha,
+            commits=tuple(c.sha for c in plan.commits),
+            span_seconds=plan.span_seconds,
+            production_diff=unified_diff(self.path, plan.rev1, plan.rev2.sha, production_paths),
+        )
+        return dataclasses.replace(
+            base, pair=pair, changes=changes, candidates=tuple(candidates), skips=skips
+        )
+
+    def _method_changes(
+        self, plan: PairPlan
+    ) -> tuple[list[_FileMethod], list[_FileMethod], tuple[SkipRecord, ...], list[str]]:
+        """Changed production methods, test methods of changed test files, skips, production paths."""
+        assert plan.rev1 is not None
+        production: list[_FileMethod] = []
+        tests: list[_FileMethod] = []
+        skips: list[SkipRecord] = []
+        production_paths: set[str] = set()
+        for change in self._blob_changes(plan):
+            role = self.patterns.role(change.new_path or change.old_path or "")
+            if role is FileRole.OTHER:
+                continue
+            try:
+                old = self._parse(change.old_blob) if change.old_blob else None
+            except SourceSyntaxError as exc:
+                skips.append(SkipRecord(plan.rev1, change.old_path or "", "syntax_error", str(exc)))
+                continue
+            try:
+                new = self._parse(change.new_blob) if change.new_blob else None
+            except SourceSyntaxError as exc:
+                skips.append(SkipRecord(plan.rev2.sha, change.new_path or "", "syntax_error", str(exc)))
+                continue
+            deltas = method_deltas(old, new, change.old_path, change.new_path)
+            if role is FileRole.PRODUCTION:
+                path = change.new_path or change.old_path or ""
+                changed = [_FileMethod(path, change.old_path, d) for d in deltas if d.changed]
+                production += changed
+                if changed:
+                    production_paths.update(p for p in (change.old_path, change.new_path) if p)
+            elif change.new_path is not None:
+                tests += [
+                    _FileMethod(change.new_path, change.old_path, d)
+                    for d in deltas
+                    if d.new is not None and d.new.is_test
+                ]
+        return production, tests, tuple(skips), sorted(production_paths)
+
+    def _blob_changes(self, plan: PairPlan) -> list[BlobChange]:
+        """The language's files that differ between rev1 and rev2, with their blob ids.
+
+        A single-commit pair already has them from the log pass; a longer pair asks git.
+        """
+        assert plan.rev1 is not None
+        if len(plan.commits) == 1:
+            return [
+                BlobChange(
+                    old_path=(change.old_path or change.path) if change.old_blob else None,
+                    new_path=change.path if change.new_blob else None,
+                    old_blob=change.old_blob,
+                    new_blob=change.new_blob,
+                )
+                for change in plan.rev2.changes
+            ]
+        paths = sorted(
+            {
+                path
+                for commit in plan.commits
+                for change in commit.changes
+                for path in (change.path, change.old_path)
+                if path is not None and self.patterns.role(path) is not FileRole.OTHER
+            }
+        )
+        return diff_blobs(
+            self.path, plan.rev1, plan.rev2.sha, paths if len(paths) <= _MAX_DIFF_PATHS else None
+        )
+
+    def _parse(self, blob: str) -> ParsedFile:
+        return self.cache.parse(
+            blob, lambda: self.blobs.read(blob), lambda data: self.language.parse(data, scan="none")
+        )
+
+    def _scanned(self, method: MethodInfo) -> MethodInfo:
+        """The method with its calls, type references and tokens (scanned once per distinct text)."""
+        scan = self._scans.get(method.source)
+        if scan is None:
+            scan = self.language.scan(method.source)
+            self._scans[method.source] = scan
+            if len(self._scans) > 4096:
+                self._scans.popitem(last=False)
+        calls, type_refs, tokens = scan
+        return dataclasses.replace(method, calls=calls, type_refs=type_refs, tokens=tokens)
+
+
+def _change_record(prod: _FileMethod) -> MethodChangeRecord:
+    delta = prod.delta
+    return MethodChangeRecord(
+        file=prod.file,
+        old_file=prod.old_file,
+        method=delta.key,
+        kind=delta.production_kind,
+        old_start=delta.old.start_line if delta.old else None,
+        old_end=delta.old.end_line if delta.old else None,
+        new_start=delta.new.start_line if delta.new else None,
+        new_end=delta.new.end_line if delta.new else None,
+    )
+
+
+def _linkable(prod: _FileMethod) -> ProductionMethod:
+    method = prod.delta.new or prod.delta.old
+    assert method is not None
+    return ProductionMethod(prod.file, method, prod.delta.production_kind)
+
+
+def _called_names_pattern(production: list[ProductionMethod]) -> re.Pattern[str] | None:
+    """Matches any name a test must write to call one of the changed methods."""
+    names = {
+        p.class_name if p.is_constructor else p.method.name
+        for p in production
+        if p.kind is not MethodChangeKind.REMOVED
+    }
+    if not names:
+        return None
+    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
