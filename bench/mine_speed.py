@@ -36,8 +36,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-APPROACHES = ("coevo", "naive")
-RUN_KEYS = ("status", "commits_selected", "test_commits", "pairs", "candidates", "skipped_files")
+APPROACHES = ("coevo", "selection", "naive")
+RUN_KEYS = (
+    "status", "commits_selected", "test_commits", "pairs", "candidates", "skipped_files",
+    "worker_peak_rss_mib",
+)  # fmt: skip
 EXAMPLES = 5
 
 
@@ -132,9 +135,12 @@ def resolve_language(repo: str, language: str | None) -> str:
 # --- child processes: one approach each ---------------------------------------------------------
 
 
-def peak_rss_mib() -> float:
-    """Peak resident set size in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS)."""
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def peak_rss_mib(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size in MiB (``ru_maxrss`` is KiB on Linux, bytes on macOS).
+
+    ``RUSAGE_CHILDREN`` gives the largest finished child: coevo's worker processes.
+    """
+    peak = resource.getrusage(who).ru_maxrss
     return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
 
 
@@ -170,8 +176,29 @@ def run_coevo(window: Window) -> dict[str, Any]:
         "pairs": run.pairs,
         "candidates": run.candidates,
         "skipped_files": run.skipped_files,
+        "worker_peak_rss_mib": peak_rss_mib(resource.RUSAGE_CHILDREN),
         "single_commit": single,
         "multi_commit_pairs": sum(1 for row in rows if row.commits != [row.rev2]),
+    }
+
+
+def run_selection(window: Window) -> dict[str, Any]:
+    """coevo's selection pass alone: the git log stream and the pairing, nothing parsed."""
+    from miner import FilePatterns, get_language, iter_log, plan_pairs
+
+    patterns = FilePatterns.for_language(get_language(window.language))
+    commits = test_commits = 0
+    started = time.perf_counter()
+    log = iter_log(Path(window.repo), ["HEAD"], optional_date(window.since), optional_date(window.until))
+    for _, plan in plan_pairs(log, patterns, lambda sha: None):
+        commits += 1
+        test_commits += plan is not None
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "commits": commits,
+        "test_commits": test_commits,
+        "peak_rss_mib": peak_rss_mib(),
     }
 
 
@@ -226,7 +253,8 @@ def run_naive(window: Window) -> dict[str, Any]:
 
 def run_only(approach: str, window: Window) -> None:
     """The child's side: runs one approach and prints its result as JSON on stdout."""
-    result = run_coevo(window) if approach == "coevo" else run_naive(window)
+    runners = {"coevo": run_coevo, "selection": run_selection, "naive": run_naive}
+    result = runners[approach](window)
     json.dump(result, sys.stdout)
 
 
@@ -271,7 +299,11 @@ def rate(result: dict[str, Any]) -> float:
 
 
 def summary(
-    window: Window, coevo: dict[str, Any], naive: dict[str, Any], comparison: Comparison
+    window: Window,
+    coevo: dict[str, Any],
+    selection: dict[str, Any],
+    naive: dict[str, Any],
+    comparison: Comparison,
 ) -> dict[str, Any]:
     """The machine-readable summary (``--json``): counts, examples, timings and memory."""
 
@@ -282,8 +314,10 @@ def summary(
     return {
         "window": asdict(window),
         "coevo": timing(coevo) | {key: coevo[key] for key in RUN_KEYS},
+        "selection": timing(selection),
         "naive": timing(naive),
         "speedup": naive["seconds"] / coevo["seconds"] if coevo["seconds"] > 0 else None,
+        "selection_speedup": naive["seconds"] / selection["seconds"] if selection["seconds"] > 0 else None,
         "comparison": asdict(comparison),
     }
 
@@ -317,14 +351,16 @@ def print_report(data: dict[str, Any]) -> None:
             print(f"    {sha}")
     print()
     print("timing")
-    for name, result in (("coevo", coevo), ("naive", naive)):
+    for name, result in (("coevo", coevo), ("selection", data["selection"]), ("naive", naive)):
         print(
-            f"  {name}: {result['seconds']:8.1f} s  {result['commits']:6d} commits  "
+            f"  {name:9s}: {result['seconds']:8.1f} s  {result['commits']:6d} commits  "
             f"{result['commits_per_second']:8.1f} commits/s  "
             f"peak {result['peak_rss_mib']:7.1f} MiB"
         )
-    speedup = data["speedup"]
-    print(f"  speedup: {speedup:.1f}x" if speedup is not None else "  speedup: n/a")
+    print(f"  coevo's largest worker process: peak {coevo['worker_peak_rss_mib']:7.1f} MiB")
+    for label, key in (("whole miner", "speedup"), ("selection pass", "selection_speedup")):
+        value = data[key]
+        print(f"  speedup, {label}: {value:.1f}x" if value is not None else f"  speedup, {label}: n/a")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -334,9 +370,10 @@ def main(argv: list[str] | None = None) -> int:
         run_only(args.only, window)
         return 0
     coevo = spawn("coevo", window)
+    selection = spawn("selection", window)
     naive = spawn("naive", window)
     comparison = compare(coevo, naive)
-    data = summary(window, coevo, naive, comparison)
+    data = summary(window, coevo, selection, naive, comparison)
     if args.json:
         print(json.dumps(data, indent=2))
     else:

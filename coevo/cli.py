@@ -75,6 +75,11 @@ def _window(command: Callable[..., None]) -> Callable[..., None]:
 
 def _mining(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option(
+        "--workers",
+        type=click.IntRange(min=1),
+        help="Analysis processes [default: one per core for long histories].",
+    )(command)
+    command = click.option(
         "--language",
         type=click.Choice(["auto", "java", "python"]),
         default="auto",
@@ -97,6 +102,7 @@ def app() -> None:
 def run(
     repos: tuple[str, ...],
     language: str,
+    workers: int | None,
     since: str | None,
     until: str | None,
     db: str | None,
@@ -114,6 +120,7 @@ def run(
             since=parse_date(since, "--since"),
             until=parse_date(until, "--until"),
             language=language,
+            workers=workers,
             progress=progress,
         )
     _print_runs(store, report.runs, as_json, report.errors)
@@ -141,6 +148,7 @@ def run(
 def mine_command(
     repos: tuple[str, ...],
     language: str,
+    workers: int | None,
     since: str | None,
     until: str | None,
     window_hours: float,
@@ -169,6 +177,7 @@ def mine_command(
                         window=timedelta(hours=window_hours),
                         test_globs=test_glob,
                         exclude_globs=exclude_glob,
+                        workers=workers,
                     ),
                     progress,
                 )
@@ -267,7 +276,7 @@ def _print_runs(store: Store, runs: list[MiningRun], as_json: bool, errors: dict
             f"{names[r.repository_id]}: {r.status} — {r.commits_scanned} commits read, "
             f"{r.commits_selected} selected, {r.test_commits} changed tests "
             f"({r.already_mined} already mined), {r.pairs} pairs, {r.candidates} candidates, "
-            f"{r.skipped_files} files skipped",
+            f"{r.skipped_files} files skipped" + (f" — {r.message}" if r.message else ""),
             highlight=False,
         )
     for location, message in errors.items():

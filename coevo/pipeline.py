@@ -31,6 +31,7 @@ def run_pipeline(
     since: datetime | None = None,
     until: datetime | None = None,
     language: str = "auto",
+    workers: int | None = None,
     progress: Progress | None = None,
 ) -> PipelineReport:
     """Runs every stage for each repository; a repository that fails does not stop the others."""
@@ -39,7 +40,7 @@ def run_pipeline(
         try:
             run = mine(
                 store,
-                MineRequest(location=location, since=since, until=until, language=language),
+                MineRequest(location=location, since=since, until=until, language=language, workers=workers),
                 progress,
             )
         except CoevoError as exc:

@@ -7,8 +7,8 @@ import textwrap
 import pytest
 
 from miner.errors import SourceSyntaxError
-from miner.java import JAVA, parse_java
-from miner.languages import MethodInfo
+from miner.java import JAVA, parse_java, scan_java_method
+from miner.languages import MethodInfo, get_language
 
 
 def _java(text: str) -> bytes:
@@ -508,3 +508,37 @@ def test_body_scan_is_for_tests_unless_asked() -> None:
     assert methods["CalcTest.helper()"].calls == frozenset()
     assert methods["CalcTest.helper()"].tokens == ()
     assert parse_java(source, scan="all").by_key()["CalcTest.helper()"].calls == {"Calc", "add"}
+
+
+def test_anonymous_classes_in_field_initializers_are_listed_under_the_field() -> None:
+    methods = _methods(
+        """
+        class TypeAdapters {
+            static final Adapter<Boolean> BOOLEAN = new Adapter<Boolean>() {
+                @Override public Boolean read(Reader in) { return in.next(); }
+                @Override public void write(Writer out, Boolean value) { out.value(value); }
+            };
+            static final Runnable R = () -> {}, S = new Runnable() { public void run() {} };
+            void m() { Runnable local = new Runnable() { public void run() {} }; }
+        }
+        """
+    )
+    assert sorted(methods) == [
+        "TypeAdapters.BOOLEAN.read(Reader)",
+        "TypeAdapters.BOOLEAN.write(Writer,Boolean)",
+        "TypeAdapters.S.run()",
+        "TypeAdapters.m()",
+    ]
+
+
+def test_scan_of_a_single_method() -> None:
+    calls, type_refs, tokens = scan_java_method(
+        '@Test\nvoid parses() {\n    assertEquals(1, new Parser().parse("1")); // one\n}'
+    )
+    assert calls == {"assertEquals", "Parser", "parse"}
+    assert "Parser" in type_refs
+    assert tokens[:4] == ("@", "Test", "void", "parses")
+    assert "// one" not in tokens
+    compact = scan_java_method("Point {\n    if (x < 0) throw new IllegalArgumentException();\n}")
+    assert "IllegalArgumentException" in compact[0]
+    assert get_language("java").scan is scan_java_method

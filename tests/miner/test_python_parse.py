@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from miner import SourceSyntaxError, get_language
-from miner.python import parse_python
+from miner.python import parse_python, scan_python_function
 
 SOURCE = textwrap.dedent(
     """
@@ -97,3 +97,17 @@ def test_coding_cookie_and_errors() -> None:
     with pytest.raises(SourceSyntaxError):
         parse_python(b"x = 1\0")
     assert get_language("python").parse is parse_python
+
+
+def test_scan_of_a_single_function() -> None:
+    calls, type_refs, tokens = scan_python_function(
+        "    def test_value(self):\n"
+        "        calc = Calc()  # make one\n"
+        "        assert helper(calc.value) == 1\n"
+    )
+    assert calls == {"Calc", "helper"}
+    assert type_refs == {"Calc"}
+    assert "# make one" not in tokens and tokens[:2] == ("def", "test_value")
+    assert get_language("python").scan is scan_python_function
+    unscanned = parse_python(SOURCE, scan="none").by_key()["TestCalc.test_value"]
+    assert unscanned.calls == frozenset() and unscanned.is_test
