@@ -19,6 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 from rich.table import Table
+from rich.text import Text
 
 import miner
 from tasks import (
@@ -35,7 +36,7 @@ from . import __version__
 from .pipeline import run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload.
-out = Console(width=None if sys.stdout.isatty() else 200)
+out = Console(width=None if sys.stdout.isatty() else 10_000)
 err = Console(stderr=True, soft_wrap=True)
 
 
@@ -219,17 +220,23 @@ def candidates(
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
         return
+    # Cells are data, not markup: `[call]` must print as written.
     table = Table("repo", "rev2", "date", "kind", "test", "focal (static)", box=None)
     for cand in listing.candidates:
         focal = ", ".join(f"{f.method} [{'/'.join(f.provenance)}]" for f in cand.focal[:3])
         more = f" +{len(cand.focal) - 3}" if len(cand.focal) > 3 else ""
         table.add_row(
-            cand.repository,
-            cand.rev2[:10],
-            cand.rev2_date.date().isoformat(),
-            cand.change_kind,
-            f"{cand.test_file}::{cand.test_method}",
-            (focal + more) or "-",
+            *(
+                Text(cell)
+                for cell in (
+                    cand.repository,
+                    cand.rev2[:10],
+                    cand.rev2_date.date().isoformat(),
+                    cand.change_kind,
+                    f"{cand.test_file}::{cand.test_method}",
+                    (focal + more) or "-",
+                )
+            )
         )
     if listing.candidates:
         out.print(table)

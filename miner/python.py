@@ -85,7 +85,9 @@ class _Collector:
                     unittest_classes = unittest_classes | {node.name}
                 self.visit_body(node.body, qualified, unittest_classes)
             elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                self._add(node, container, unittest_classes)
+                # `@overload` stubs only declare types; the implementation that follows is the method.
+                if not any(_base_name(d) == "overload" for d in node.decorator_list):
+                    self._add(node, container, unittest_classes)
             elif isinstance(node, ast.If | ast.Try):
                 # Definitions guarded by ``if sys.version_info`` or ``try: import`` still count.
                 for block in _blocks(node):

@@ -75,6 +75,7 @@ def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
         lines[-1] == "11 candidates (showing 3): 8 inserted, 1 unchanged_with_changed_dependencies, 2 updated"
     )
     assert "ArithmeticTest.testSubtractNegative()" in listing.stdout
+    assert "Calculator.subtract(int,int) [call]" in listing.stdout
 
     data = json.loads(coevo("candidates", "--db", str(db), "--json", "--kind", "updated").stdout)
     assert data["total"] == 2

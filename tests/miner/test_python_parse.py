@@ -111,3 +111,19 @@ def test_scan_of_a_single_function() -> None:
     assert get_language("python").scan is scan_python_function
     unscanned = parse_python(SOURCE, scan="none").by_key()["TestCalc.test_value"]
     assert unscanned.calls == frozenset() and unscanned.is_test
+
+
+def test_overload_stubs_are_not_methods() -> None:
+    source = b"""from typing import overload
+import typing
+
+
+@overload
+def edit(text: str) -> str: ...
+@typing.overload
+def edit(text: None) -> None: ...
+def edit(text):
+    return text
+"""
+    (method,) = parse_python(source).methods
+    assert (method.key, method.start_line) == ("edit", 9)
