@@ -9,10 +9,10 @@ import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -82,7 +82,6 @@ class _Counts:
     candidates: int = 0
     skipped_files: int = 0
     failed: int = 0
-    outcomes: dict[str, int] = field(default_factory=dict)
 
 
 def register_repository(store: Store, request: MineRequest) -> Repository:
@@ -131,9 +130,9 @@ def _unique_name(session: Session, name: str) -> str:
 def mine(store: Store, request: MineRequest, progress: Progress | None = None) -> MiningRun:
     """Mines one repository's window into the store and returns the finished run's record.
 
-    Each commit that changes test code is written in its own transaction with
-    its resume marker, so an interrupted run (Ctrl-C, a kill) loses at most the
-    commit in flight, and the next run skips what is already mined.
+    Each commit that changes test code is written whole with its resume marker, in
+    transactions of about a second: Ctrl-C keeps every commit before it, a kill
+    loses at most the last second, and the next run skips what is already mined.
     """
     repo = register_repository(store, request)
     miner = Miner(store, repo, window=request.window, workers=request.workers)
@@ -183,8 +182,9 @@ class Miner:
         progress.start(self.repo.name, total)
         plans = self._plans_to_mine(iter_log(self.path, revisions, since, until), counts, progress)
         batch = _Batch(self.store)
+        records = self._analysed(plans, total)
         try:
-            for record in self._analysed(plans, total):
+            for record in records:
                 with _sigint_deferred():
                     self._write(batch.session, record, run, counts)
                 batch.commit_now_and_then()
@@ -197,6 +197,8 @@ class Miner:
             batch.rollback()
             self._finish(run, counts, RunStatus.FAILED, f"{type(exc).__name__}: {exc}")
             raise
+        finally:
+            records.close()  # stops the worker processes, whatever happened
         if counts.failed:
             message = f"{counts.failed} commits failed (see skips); run again to retry them"
             self._finish(run, counts, RunStatus.COMPLETED, message)
@@ -222,9 +224,9 @@ class Miner:
                     yield plan
             progress.advance(1)
 
-    def _analysed(self, plans: Iterator[PairPlan], total: int) -> Iterator[CommitRecord]:
+    def _analysed(self, plans: Iterator[PairPlan], total: int) -> Generator[CommitRecord, None, None]:
         """Records in commit order: analysed here, or by worker processes for long histories."""
-        workers = self.workers or (os.cpu_count() or 1 if total >= _PARALLEL_FROM else 1)
+        workers = self.workers or ((os.cpu_count() or 1) if total >= _PARALLEL_FROM else 1)
         language = get_language(self.repo.language)
         if workers <= 1:
             analyzer = CommitAnalyzer(self.path, language, self.patterns)
@@ -355,7 +357,6 @@ class Miner:
         )
         counts.skipped_files += sum(1 for k in record.skips if k.path)
         counts.failed += outcome is CommitOutcome.ERROR
-        counts.outcomes[outcome] = counts.outcomes.get(outcome, 0) + 1
 
     def _metadata(self, rev1_sha: str, rev2_sha: str) -> dict[str, Any]:
         """Dates, authors and message of a pair's commits, read with PyDriller.
