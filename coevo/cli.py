@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -33,7 +34,7 @@ from tasks import (
 )
 
 from . import __version__
-from .pipeline import run_pipeline
+from .pipeline import environment_of, run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload.
 out = Console(width=None if sys.stdout.isatty() else 10_000)
@@ -243,6 +244,46 @@ def candidates(
     counts = ", ".join(f"{n} {k}" for k, n in listing.by_kind.items()) or "none"
     shown = f" (showing {len(listing.candidates)})" if len(listing.candidates) < listing.total else ""
     out.print(f"{listing.total} candidates{shown}: {counts}", highlight=False)
+
+
+@app.group()
+def env() -> None:
+    """Environments: what a revision needs to build and run its tests.
+
+    Example: coevo env show ./my-repo@HEAD~3
+    """
+
+
+@env.command("show")
+@click.argument("target", metavar="REPO[@REV]")
+@click.option(
+    "--language",
+    type=click.Choice(["auto", "java", "python"]),
+    default="auto",
+    show_default=True,
+    help="The repository's language; auto detects it from the files.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def env_show(target: str, language: str, as_json: bool) -> None:
+    """Show the environment spec detected for a revision.
+
+    Example: coevo env show ./my-repo@v1.2.0
+    """
+    sha, spec = environment_of(target, language)
+    if as_json:
+        click.echo(json.dumps({"revision": sha, **dataclasses.asdict(spec)}, indent=2))
+        return
+    out.print(f"revision   {sha}", highlight=False)
+    out.print(
+        f"language   {spec.language} {spec.language_version} (base image key {spec.base})", highlight=False
+    )
+    out.print(f"build      {spec.build_tool}", highlight=False)
+    if spec.modules:
+        out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
+    for args in spec.install:
+        out.print(f"install    pip install {' '.join(args)}", highlight=False)
+    for note in spec.notes:
+        out.print(f"found      {note}", highlight=False)
 
 
 @contextmanager

@@ -9,7 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from miner import MineRequest, Progress, mine
+from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
+from miner.gitlog import git
+from runners import EnvSpec, GitTree, detect_env
 from tasks import CoevoError, MiningRun, Store
 
 
@@ -48,3 +50,24 @@ def run_pipeline(
             continue
         report.runs.append(run)
     return report
+
+
+def split_revision(target: str) -> tuple[str, str]:
+    """``REPO@REV`` → (repo, rev); a bare REPO means HEAD. ``git@host:org/r.git`` is a repo, not a rev."""
+    location, at, revision = target.rpartition("@")
+    if not at or not location or ":" in revision:
+        return target, "HEAD"
+    return location, revision
+
+
+def environment_of(target: str, language: str = "auto") -> tuple[str, EnvSpec]:
+    """The full commit id and EnvSpec of ``REPO@REV`` (detected from its files, nothing built)."""
+    location, revision = split_revision(target)
+    path = local_checkout(location)
+    try:
+        sha = git(path, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").strip()
+    except NotARepository:
+        raise CoevoError(f"{location} has no revision {revision!r}") from None
+    if language == "auto":
+        language = detect_language(path, sha)
+    return sha, detect_env(GitTree(path, sha), language)

@@ -8,7 +8,7 @@ from .languages import Language, MethodInfo, ParsedFile, all_languages, get_lang
 from .links import ProductionMethod, static_links
 from .mine import Miner, MineRequest, Progress, mine, register_repository
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
-from .source import is_url, local_checkout
+from .source import detect_language, is_url, local_checkout
 
 __all__ = [
     "DEFAULT_WINDOW",
@@ -31,6 +31,7 @@ __all__ = [
     "SourceSyntaxError",
     "UnknownLanguage",
     "all_languages",
+    "detect_language",
     "get_language",
     "is_url",
     "iter_log",

@@ -1,3 +1,21 @@
-"""Environments, sandboxes, build tools and scoring (issues 3 and 5)."""
+"""Environments, sandboxes, build tools and scoring: how coevo builds and runs revisions."""
 
-__all__: list[str] = []
+from .envspec import (
+    BrokenBuildFile,
+    EnvSpec,
+    FolderTree,
+    GitTree,
+    NoBuildFound,
+    TreeReader,
+    detect_env,
+)
+
+__all__ = [
+    "BrokenBuildFile",
+    "EnvSpec",
+    "FolderTree",
+    "GitTree",
+    "NoBuildFound",
+    "TreeReader",
+    "detect_env",
+]

@@ -129,3 +129,23 @@ def test_mine_a_clone_url_then_fetch_new_commits(tmp_path: Path) -> None:
 def test_main_returns_exit_codes_without_raising() -> None:
     assert main(["--help"]) == 0
     assert main(["nope"]) == 2
+
+
+def test_env_show_text_json_and_bad_revision(tmp_path: Path) -> None:
+    repo = java_history(tmp_path / "calc")
+    text = coevo("env", "show", f"{repo.path}@{repo.shas['inserted test']}")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[:3] == [
+        f"revision   {repo.shas['inserted test']}",
+        "language   java 17 (base image key java17)",
+        "build      maven",
+    ]
+    data = json.loads(coevo("env", "show", str(repo.path), "--json").stdout)
+    assert (data["revision"], data["language_version"], data["modules"]) == (
+        repo.shas["unchanged test, changed code"],
+        "17",
+        [""],
+    )
+    bad = coevo("env", "show", f"{repo.path}@no-such-branch")
+    assert bad.returncode == 1
+    assert bad.stderr.splitlines() == [f"error: {repo.path} has no revision 'no-such-branch'"]

@@ -1,0 +1,404 @@
+"""EnvSpec: what a revision needs to build and run, detected from its files alone.
+
+Detection reads a revision's tree through :class:`TreeReader` (a git revision or a
+folder) and returns a pure value; nothing is built or run here.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable
+from configparser import ConfigParser
+from configparser import Error as ConfigError
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Protocol
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+from tasks import CoevoError
+
+DEFAULT_JAVA = "17"
+DEFAULT_PYTHON = "3.11"
+# Python versions coevo can provide, most preferred first: Debian bookworm's own, then newer, then older.
+_PYTHON_PREFERENCE = ("3.11", "3.12", "3.13", "3.10", "3.9", "3.8")
+_TEST_EXTRAS = ("test", "tests", "testing", "dev")
+_REQUIREMENT_FILES = (
+    "requirements.txt",
+    "requirements-test.txt",
+    "requirements-dev.txt",
+    "test-requirements.txt",
+    "dev-requirements.txt",
+    "requirements/test.txt",
+    "requirements/dev.txt",
+    "requirements/testing.txt",
+)
+_POM_NS = re.compile(r"^\{[^}]*\}")
+_DEFAULT_NOTE = f"java {DEFAULT_JAVA}: the default (the poms name no release)"
+
+
+class BrokenBuildFile(CoevoError):
+    """A build file (pom.xml, pyproject.toml) that cannot be read."""
+
+
+class NoBuildFound(CoevoError):
+    """A revision with no build that coevo knows (no pom.xml, no Python project files)."""
+
+
+class TreeReader(Protocol):
+    """Read access to one revision's files."""
+
+    def read(self, path: str) -> bytes | None:
+        """The file's bytes, or None when it does not exist."""
+
+    def exists(self, path: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class GitTree:
+    """A revision of a git repository, read with ``git show``; no checkout needed."""
+
+    repo: Path
+    revision: str
+
+    def read(self, path: str) -> bytes | None:
+        result = subprocess.run(
+            ["git", "-C", str(self.repo), "show", f"{self.revision}:{path}"],
+            capture_output=True,
+            check=False,
+        )
+        return result.stdout if result.returncode == 0 else None
+
+    def exists(self, path: str) -> bool:
+        result = subprocess.run(
+            ["git", "-C", str(self.repo), "cat-file", "-e", f"{self.revision}:{path}"],
+            capture_output=True,
+            check=False,
+        )
+        return result.returncode == 0
+
+
+@dataclass(frozen=True)
+class FolderTree:
+    """A folder on disk (a checkout or a scratch worktree)."""
+
+    root: Path
+
+    def read(self, path: str) -> bytes | None:
+        target = self.root / path
+        return target.read_bytes() if target.is_file() else None
+
+    def exists(self, path: str) -> bool:
+        return (self.root / path).exists()
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """How to build and test one revision: a pure value, hashed into image tags."""
+
+    language: str
+    """``java`` or ``python``."""
+    language_version: str
+    """Java feature release (``"17"``) or Python minor version (``"3.11"``)."""
+    build_tool: str
+    """``maven``, ``maven-wrapper`` or ``pip``."""
+    modules: tuple[str, ...] = ()
+    """Maven modules, as folders relative to the root (``""`` is the root project)."""
+    install: tuple[tuple[str, ...], ...] = ()
+    """pip install argument lists, in order (Python)."""
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    """How each value was found, for `coevo env show`."""
+
+    @property
+    def base(self) -> str:
+        """The base image key: ``java17``, ``python3.11``."""
+        return f"{self.language}{self.language_version}"
+
+    def module_for(self, path: str) -> str:
+        """The Maven module holding ``path``: the longest module folder it lies under."""
+        best = ""
+        for module in self.modules:
+            if module and (path == module or path.startswith(module + "/")) and len(module) > len(best):
+                best = module
+        return best
+
+
+def detect_env(tree: TreeReader, language: str) -> EnvSpec:
+    """The EnvSpec of a revision for ``language`` (``java`` or ``python``)."""
+    if language == "java":
+        return _detect_java(tree)
+    if language == "python":
+        return _detect_python(tree)
+    raise NoBuildFound(f"no environment detection for language {language!r}")
+
+
+# --- Java ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Pom:
+    path: str
+    properties: dict[str, str]
+    parent_path: str | None
+    modules: tuple[str, ...]
+    compiler: dict[str, str]
+    """The maven-compiler-plugin's ``release``/``source``/``target`` configuration."""
+
+
+def _detect_java(tree: TreeReader) -> EnvSpec:
+    root = _read_pom(tree, "pom.xml")
+    if root is None:
+        raise NoBuildFound("no pom.xml at the repository root: coevo builds Java with Maven")
+    build_tool = "maven-wrapper" if tree.exists("mvnw") else "maven"
+    modules = tuple(_module_folders(tree, root))
+    # One JDK serves every module, so it must reach the highest release any of them asks for.
+    releases = [_java_release(_pom_chain(tree, pom)) for pom in _module_poms(tree, modules)]
+    version, note = max(releases, key=lambda found: (found[1] != _DEFAULT_NOTE, int(found[0])))
+    return EnvSpec(
+        language="java",
+        language_version=version,
+        build_tool=build_tool,
+        modules=modules,
+        notes=(note, f"build: {build_tool}", f"modules: {', '.join(m or '.' for m in modules)}"),
+    )
+
+
+def _read_pom(tree: TreeReader, path: str) -> _Pom | None:
+    data = tree.read(path)
+    if data is None:
+        return None
+    try:
+        root = ET.fromstring(data)
+    except ET.ParseError as exc:
+        raise BrokenBuildFile(f"{path} is not well-formed XML: {exc}") from None
+
+    def child(node: ET.Element | None, name: str) -> ET.Element | None:
+        if node is None:
+            return None
+        return next((c for c in node if _POM_NS.sub("", c.tag) == name), None)
+
+    def children(node: ET.Element | None, name: str) -> list[ET.Element]:
+        return [] if node is None else [c for c in node if _POM_NS.sub("", c.tag) == name]
+
+    properties = {_POM_NS.sub("", p.tag): (p.text or "").strip() for p in (child(root, "properties") or [])}
+    parent = child(root, "parent")
+    parent_path: str | None = None
+    if parent is not None:
+        relative = child(parent, "relativePath")
+        relative_text = "../pom.xml" if relative is None else (relative.text or "").strip()
+        if relative_text:
+            parent_path = _join_pom(path, relative_text)
+    compiler: dict[str, str] = {}
+    for plugins in (
+        child(child(root, "build"), "plugins"),
+        child(child(child(root, "build"), "pluginManagement"), "plugins"),
+    ):
+        for plugin in children(plugins, "plugin"):
+            artifact = child(plugin, "artifactId")
+            if artifact is not None and (artifact.text or "").strip() == "maven-compiler-plugin":
+                for key in ("release", "source", "target"):
+                    value = child(child(plugin, "configuration"), key)
+                    if value is not None and value.text and key not in compiler:
+                        compiler[key] = value.text.strip()
+    modules = tuple((m.text or "").strip() for m in children(child(root, "modules"), "module"))
+    return _Pom(path, properties, parent_path, modules, compiler)
+
+
+def _join_pom(pom_path: str, relative: str) -> str:
+    base = PurePosixPath(pom_path).parent
+    parts: list[str] = [] if str(base) == "." else list(base.parts)
+    for part in PurePosixPath(relative).parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part != ".":
+            parts.append(part)
+    joined = "/".join(parts)
+    return joined if joined.endswith(".xml") else f"{joined}/pom.xml".lstrip("/")
+
+
+def _pom_chain(tree: TreeReader, pom: _Pom) -> list[_Pom]:
+    """The pom and its parents inside the repository, child first."""
+    chain = [pom]
+    seen = {pom.path}
+    while chain[-1].parent_path and chain[-1].parent_path not in seen:
+        parent = _read_pom(tree, chain[-1].parent_path)
+        if parent is None:
+            break
+        seen.add(parent.path)
+        chain.append(parent)
+    return chain
+
+
+def _module_poms(tree: TreeReader, modules: tuple[str, ...]) -> Iterable[_Pom]:
+    for module in modules:
+        pom = _read_pom(tree, f"{module}/pom.xml" if module else "pom.xml")
+        if pom is not None:
+            yield pom
+
+
+def _module_folders(tree: TreeReader, pom: _Pom, prefix: str = "", depth: int = 0) -> Iterable[str]:
+    yield prefix
+    if depth > 5:
+        return
+    for module in pom.modules:
+        folder = str(PurePosixPath(prefix) / module) if prefix else module
+        folder = folder.removesuffix("/pom.xml")
+        child = _read_pom(tree, f"{folder}/pom.xml")
+        if child is not None:
+            yield from _module_folders(tree, child, folder, depth + 1)
+
+
+def _java_release(chain: list[_Pom]) -> tuple[str, str]:
+    """The Java release a pom chain asks for, and where it was found."""
+    properties: dict[str, str] = {}
+    for pom in reversed(chain):  # children override parents
+        properties.update(pom.properties)
+    candidates: list[tuple[str, str]] = []
+    for pom in chain:
+        for key in ("release", "source", "target"):
+            if key in pom.compiler:
+                candidates.append((pom.compiler[key], f"{pom.path} maven-compiler-plugin <{key}>"))
+    for key in ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target", "java.version"):
+        if key in properties:
+            candidates.append((properties[key], f"{chain[0].path} property {key}"))
+    for raw, origin in candidates:
+        value = _resolve_properties(raw, properties)
+        match = re.fullmatch(r"(?:1\.)?(\d+)", value.strip())
+        if match:
+            return match.group(1), f"java {match.group(1)} from {origin}"
+    return DEFAULT_JAVA, _DEFAULT_NOTE
+
+
+def _resolve_properties(value: str, properties: dict[str, str], depth: int = 0) -> str:
+    if depth > 10:
+        return value
+    resolved = re.sub(r"\$\{([^}]+)\}", lambda m: properties.get(m.group(1), m.group(0)), value)
+    return resolved if resolved == value else _resolve_properties(resolved, properties, depth + 1)
+
+
+# --- Python -------------------------------------------------------------------------------------
+
+
+def _detect_python(tree: TreeReader) -> EnvSpec:
+    notes: list[str] = []
+    pyproject = _read_toml(tree, "pyproject.toml")
+    setup_cfg = _read_cfg(tree, "setup.cfg")
+    setup_py = (tree.read("setup.py") or b"").decode("utf-8", errors="replace")
+    has_project = pyproject is not None or setup_cfg is not None or bool(setup_py)
+    requirements = [name for name in _REQUIREMENT_FILES if tree.exists(name)]
+    if not has_project and not requirements:
+        raise NoBuildFound("no pyproject.toml, setup.py, setup.cfg or requirements file")
+
+    install: list[tuple[str, ...]] = []
+    if has_project:
+        extras = _test_extras(pyproject, setup_cfg, setup_py)
+        target = f".[{','.join(extras)}]" if extras else "."
+        install.append(("-e", target))
+        notes.append(f"install: pip install -e {target}")
+    for name in requirements:
+        install.append(("-r", name))
+        notes.append(f"install: pip install -r {name}")
+    install.append(("pytest", "coverage"))
+
+    version, origin = _python_version(tree, pyproject, setup_cfg, setup_py)
+    notes.insert(0, f"python {version} from {origin}")
+    return EnvSpec(
+        language="python",
+        language_version=version,
+        build_tool="pip",
+        install=tuple(install),
+        notes=tuple(notes),
+    )
+
+
+def _read_toml(tree: TreeReader, path: str) -> dict | None:
+    data = tree.read(path)
+    if data is None:
+        return None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise BrokenBuildFile(f"{path} is not valid TOML: {exc}") from None
+
+
+def _read_cfg(tree: TreeReader, path: str) -> ConfigParser | None:
+    data = tree.read(path)
+    if data is None:
+        return None
+    parser = ConfigParser(interpolation=None)
+    try:
+        parser.read_string(data.decode("utf-8", errors="replace"))
+    except ConfigError as exc:
+        raise BrokenBuildFile(f"{path} is not a valid config file: {exc}") from None
+    return parser
+
+
+def _test_extras(pyproject: dict | None, setup_cfg: ConfigParser | None, setup_py: str) -> list[str]:
+    available: set[str] = set()
+    if pyproject:
+        available |= set((pyproject.get("project", {}).get("optional-dependencies") or {}).keys())
+    if setup_cfg is not None and setup_cfg.has_section("options.extras_require"):
+        available |= set(setup_cfg.options("options.extras_require"))
+    match = re.search(r"extras_require\s*=\s*\{([^}]*)\}", setup_py)
+    if match:
+        available |= set(re.findall(r"['\"]([\w.-]+)['\"]\s*:", match.group(1)))
+    return [extra for extra in _TEST_EXTRAS if extra in available]
+
+
+def _python_version(
+    tree: TreeReader,
+    pyproject: dict | None,
+    setup_cfg: ConfigParser | None,
+    setup_py: str,
+) -> tuple[str, str]:
+    """The preferred Python version the project allows, and where the constraint came from."""
+    requires: tuple[str, str] | None = None
+    if pyproject and pyproject.get("project", {}).get("requires-python"):
+        requires = (pyproject["project"]["requires-python"], "pyproject.toml requires-python")
+    elif setup_cfg is not None and setup_cfg.has_option("options", "python_requires"):
+        requires = (setup_cfg.get("options", "python_requires"), "setup.cfg python_requires")
+    elif match := re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", setup_py):
+        requires = (match.group(1), "setup.py python_requires")
+    if requires is not None:
+        try:
+            spec = SpecifierSet(requires[0])
+        except InvalidSpecifier:
+            spec = None
+        if spec is not None:
+            for version in _PYTHON_PREFERENCE:
+                if spec.contains(f"{version}.0", prereleases=True) or spec.contains(f"{version}.99"):
+                    return version, f"{requires[1]} {requires[0]!r}"
+    listed = _listed_versions(tree, pyproject, setup_cfg, setup_py)
+    if listed:
+        for version in _PYTHON_PREFERENCE:
+            if version in listed[0]:
+                return version, listed[1]
+    return DEFAULT_PYTHON, "the default (the project names no version)"
+
+
+def _listed_versions(
+    tree: TreeReader,
+    pyproject: dict | None,
+    setup_cfg: ConfigParser | None,
+    setup_py: str,
+) -> tuple[set[str], str] | None:
+    classifiers: list[str] = list((pyproject or {}).get("project", {}).get("classifiers") or [])
+    if setup_cfg is not None and setup_cfg.has_option("metadata", "classifiers"):
+        classifiers += setup_cfg.get("metadata", "classifiers").splitlines()
+    classifiers += re.findall(r"Programming Language :: Python :: 3\.\d+", setup_py)
+    versions = {m for c in classifiers for m in re.findall(r"Python :: (3\.\d+)", c)}
+    if versions:
+        return versions, "the Trove classifiers"
+    tox = _read_cfg(tree, "tox.ini")
+    if tox is not None and tox.has_option("tox", "envlist"):
+        found = {f"3.{m}" for m in re.findall(r"py3(\d+)", tox.get("tox", "envlist"))}
+        if found:
+            return found, "tox.ini envlist"
+    version_file = (tree.read(".python-version") or b"").decode().strip()
+    if match := re.match(r"(3\.\d+)", version_file):
+        return {match.group(1)}, ".python-version"
+    return None

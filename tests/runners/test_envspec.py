@@ -1,0 +1,146 @@
+"""EnvSpec detection from build files: Java releases, Maven modules, Python versions and installs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runners import BrokenBuildFile, EnvSpec, FolderTree, GitTree, NoBuildFound, detect_env
+from tests.miner.histories import java_history
+
+POM = """<?xml version="1.0"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  {parent}
+  <groupId>demo</groupId><artifactId>{artifact}</artifactId><version>1.0</version>
+  {body}
+</project>
+"""
+
+
+def _tree(tmp_path: Path, files: dict[str, str]) -> FolderTree:
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    return FolderTree(tmp_path)
+
+
+def _pom(artifact: str = "calc", body: str = "", parent: str = "") -> str:
+    return POM.format(artifact=artifact, body=body, parent=parent)
+
+
+@pytest.mark.parametrize(
+    ("body", "release"),
+    [
+        ("<properties><maven.compiler.release>21</maven.compiler.release></properties>", "21"),
+        (
+            "<properties><java.version>1.8</java.version>"
+            "<maven.compiler.source>${java.version}</maven.compiler.source></properties>",
+            "8",
+        ),
+        (
+            "<build><plugins><plugin><artifactId>maven-compiler-plugin</artifactId>"
+            "<configuration><source>11</source><target>11</target></configuration>"
+            "</plugin></plugins></build>",
+            "11",
+        ),
+        ("", "17"),
+    ],
+)
+def test_java_release(tmp_path: Path, body: str, release: str) -> None:
+    spec = detect_env(_tree(tmp_path, {"pom.xml": _pom(body=body)}), "java")
+    assert (spec.language, spec.language_version, spec.build_tool, spec.base) == (
+        "java",
+        release,
+        "maven",
+        f"java{release}",
+    )
+
+
+def test_multi_module_with_release_inherited_from_the_parent(tmp_path: Path) -> None:
+    parent = (
+        "<modules><module>core</module><module>app</module></modules>"
+        "<build><pluginManagement><plugins><plugin><artifactId>maven-compiler-plugin</artifactId>"
+        "<configuration><release>${jdk}</release></configuration></plugin></plugins></pluginManagement></build>"
+        "<properties><jdk>11</jdk></properties>"
+    )
+    child = "<parent><groupId>demo</groupId><artifactId>root</artifactId><version>1.0</version></parent>"
+    tree = _tree(
+        tmp_path,
+        {
+            "pom.xml": _pom("root", parent),
+            "core/pom.xml": _pom("core", parent=child),
+            "app/pom.xml": _pom("app", parent=child),
+            "mvnw": "#!/bin/sh\n",
+        },
+    )
+    spec = detect_env(tree, "java")
+    assert spec.language_version == "11"
+    (tmp_path / "app/pom.xml").write_text(_pom("app", "<properties><jdk>17</jdk></properties>", child))
+    # app overrides the property the parent's compiler configuration reads; one JDK serves all modules.
+    assert detect_env(tree, "java").language_version == "17"
+    assert spec.build_tool == "maven-wrapper"
+    assert spec.modules == ("", "core", "app")
+    assert spec.module_for("core/src/test/java/demo/CoreTest.java") == "core"
+    assert spec.module_for("src/test/java/RootTest.java") == ""
+    assert spec.module_for("application/X.java") == ""
+
+
+def test_broken_and_missing_poms_are_one_line_errors(tmp_path: Path) -> None:
+    with pytest.raises(BrokenBuildFile, match=r"^pom.xml is not well-formed XML: .*line 2"):
+        detect_env(_tree(tmp_path, {"pom.xml": "<project>\n<oops></project>"}), "java")
+    with pytest.raises(NoBuildFound, match=r"no pom\.xml"):
+        detect_env(_tree(tmp_path / "empty", {}), "java")
+
+
+@pytest.mark.parametrize(
+    ("files", "version", "install"),
+    [
+        (
+            {"pyproject.toml": '[project]\nname="p"\nrequires-python=">=3.8"\n'
+             '[project.optional-dependencies]\ntest=["pytest"]\ndocs=["sphinx"]\n'},
+            "3.11",
+            [("-e", ".[test]")],
+        ),
+        (
+            {"pyproject.toml": '[project]\nname="p"\nrequires-python=">=3.8,<3.11"\n'},
+            "3.10",
+            [("-e", ".")],
+        ),
+        ({"requirements.txt": "requests\n", "tox.ini": "[tox]\nenvlist = py39, py310\n"}, "3.10",
+         [("-r", "requirements.txt")]),
+        (
+            {"setup.py": "setup(name='p', python_requires='>=3.12', extras_require={'testing': ['x']})\n",
+             "requirements-dev.txt": "black\n"},
+            "3.12",
+            [("-e", ".[testing]"), ("-r", "requirements-dev.txt")],
+        ),
+        (
+            {"setup.cfg": "[metadata]\nclassifiers =\n    Programming Language :: Python :: 3.9\n"},
+            "3.9",
+            [("-e", ".")],
+        ),
+    ],
+)  # fmt: skip
+def test_python_version_and_install(
+    tmp_path: Path, files: dict[str, str], version: str, install: list[tuple[str, ...]]
+) -> None:
+    spec = detect_env(_tree(tmp_path, files), "python")
+    assert spec.language_version == version
+    assert list(spec.install) == [*install, ("pytest", "coverage")]
+    assert spec.build_tool == "pip"
+
+
+def test_broken_pyproject_and_no_python_build(tmp_path: Path) -> None:
+    with pytest.raises(BrokenBuildFile, match=r"pyproject\.toml is not valid TOML"):
+        detect_env(_tree(tmp_path, {"pyproject.toml": "[project\n"}), "python")
+    with pytest.raises(NoBuildFound):
+        detect_env(_tree(tmp_path / "empty", {"README.md": "hi"}), "python")
+
+
+def test_git_revision_is_read_without_a_checkout(tmp_path: Path) -> None:
+    repo = java_history(tmp_path / "calc")
+    spec = detect_env(GitTree(repo.path, repo.shas["initial"]), "java")
+    assert spec == EnvSpec(language="java", language_version="17", build_tool="maven", modules=("",))
+    assert "java 17 from pom.xml property maven.compiler.release" in spec.notes
