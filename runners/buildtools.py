@@ -1,0 +1,100 @@
+"""Build tools register here by name; curation and scoring look them up from an EnvSpec."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from tasks import CoevoError
+
+from .envspec import EnvSpec
+from .results import TestResult
+from .sandbox import ExecResult, Sandbox
+
+
+class UnknownBuildTool(CoevoError):
+    """An EnvSpec names a build tool no module registered."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Whether a revision built, and the command output that says why not."""
+
+    ok: bool
+    message: str = ""
+    """One line for a user: what failed."""
+    log: ExecResult | None = None
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Lines covered per source file (repository-relative paths), for one test."""
+
+    lines: dict[str, frozenset[int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TestRun:
+    """Outcomes of the tests asked for (every one of them: missing ones are ``absent``)."""
+
+    __test__ = False
+
+    results: tuple[TestResult, ...]
+    coverage: dict[str, Coverage] = field(default_factory=dict)
+    """Per test id, when coverage was asked for."""
+    log: ExecResult | None = None
+
+
+class BuildTool(Protocol):
+    """Builds a revision once, then runs chosen tests in it."""
+
+    name: str
+
+    def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
+        """Prepares the worktree (compile, install dependencies) so tests can run offline."""
+
+    def run_tests(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        timeout: float,
+        coverage: bool = False,
+    ) -> TestRun:
+        """Runs the tests (``pkg.Class#method`` or pytest node ids) and reads their outcomes."""
+
+
+T = TypeVar("T")
+_REGISTRY: dict[str, Callable[[], BuildTool]] = {}
+
+
+def build_tool(*names: str) -> Callable[[T], T]:
+    """Registers a build tool class (constructed without arguments) under ``names``."""
+
+    def register(cls: T) -> T:
+        for name in names:
+            _REGISTRY[name] = cls  # type: ignore[assignment]
+        return cls
+
+    return register
+
+
+def get_build_tool(name: str) -> BuildTool:
+    """The build tool registered as ``name`` (``maven``, ``maven-wrapper``, ``pip``)."""
+    _load_builtin_tools()
+    try:
+        return _REGISTRY[name]()
+    except KeyError:
+        raise UnknownBuildTool(f"no build tool {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def _load_builtin_tools() -> None:
+    import importlib
+
+    for module in ("maven", "pytest_tool"):
+        try:
+            importlib.import_module(f"{__package__}.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.{module}":
+                raise

@@ -1,0 +1,180 @@
+"""The seam for execution: a Sandbox runs commands over a worktree, in Docker or on the host.
+
+Both kinds take the same commands and return the same :class:`ExecResult`, so build
+tools and curation never know where they run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+DEFAULT_OUTPUT_LIMIT = 1 << 20
+"""Bytes of stdout (and of stderr) kept per command: the head and the tail, half each."""
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    """What one command did."""
+
+    exit_code: int | None
+    """The exit status; None when the command was killed (timeout, out of memory, sandbox gone)."""
+    stdout: str
+    stderr: str
+    duration: float
+    timed_out: bool = False
+    truncated: bool = False
+    """Output beyond the limit was dropped from the middle."""
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class Sandbox(Protocol):
+    """Runs commands in a working directory that holds a revision's files."""
+
+    workdir: str
+    """The worktree's path as commands in the sandbox see it."""
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        """Runs ``argv`` (no shell) in ``cwd`` (default: the worktree), killing it after ``timeout`` s."""
+
+    def write_file(self, path: str, data: bytes) -> None:
+        """Writes a file, relative to the worktree."""
+
+    def read_file(self, path: str) -> bytes | None:
+        """A file's bytes, relative to the worktree, or None when it does not exist."""
+
+    def close(self) -> None:
+        """Stops everything the sandbox started and frees it; safe to call twice."""
+
+
+class LocalSandbox:
+    """Runs commands on the host, each in its own process group so a timeout kills all of it."""
+
+    def __init__(
+        self,
+        worktree: Path,
+        env: Mapping[str, str] | None = None,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
+        self.workdir = str(worktree)
+        self._env = dict(env or {})
+        self._limit = output_limit
+        self._running: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                list(argv),
+                cwd=cwd or self.workdir,
+                env={**os.environ, **self._env, **(env or {})},
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+            )
+        except OSError as exc:
+            return ExecResult(127, "", f"{argv[0]}: {exc.strerror}", time.monotonic() - started)
+        with self._lock:
+            self._running.add(proc)
+        stdout, stderr = _Capture(proc.stdout, self._limit), _Capture(proc.stderr, self._limit)
+        timed_out = False
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            proc.wait()
+        except BaseException:
+            _kill_group(proc)
+            proc.wait()
+            raise
+        finally:
+            stdout.join()
+            stderr.join()
+            with self._lock:
+                self._running.discard(proc)
+        return ExecResult(
+            exit_code=None if timed_out or proc.returncode < 0 else proc.returncode,
+            stdout=stdout.text(),
+            stderr=stderr.text(),
+            duration=time.monotonic() - started,
+            timed_out=timed_out,
+            truncated=stdout.truncated or stderr.truncated,
+        )
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = Path(self.workdir) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def read_file(self, path: str) -> bytes | None:
+        target = Path(self.workdir) / path
+        return target.read_bytes() if target.is_file() else None
+
+    def close(self) -> None:
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _kill_group(proc)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+class _Capture:
+    """Drains a pipe on a thread, keeping the first and last ``limit // 2`` bytes."""
+
+    def __init__(self, pipe: object, limit: int) -> None:
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._half = max(limit // 2, 1)
+        self.truncated = False
+        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
+        self._thread.start()
+
+    def _drain(self, pipe: object) -> None:
+        read = pipe.read  # type: ignore[attr-defined]
+        while chunk := read(1 << 16):
+            room = self._half - len(self._head)
+            if room > 0:
+                self._head += chunk[:room]
+                chunk = chunk[room:]
+            if chunk:
+                self._tail += chunk
+                if len(self._tail) > self._half:
+                    self.truncated = True
+                    del self._tail[: len(self._tail) - self._half]
+
+    def join(self) -> None:
+        self._thread.join()
+
+    def text(self) -> str:
+        marker = b"\n[... output truncated ...]\n" if self.truncated else b""
+        return bytes(self._head + marker + self._tail).decode("utf-8", errors="replace")
