@@ -1,0 +1,181 @@
+"""DockerSandbox: the same commands as LocalSandbox, in a container with limits and no network.
+
+The worktree is bind-mounted at ``/work``; caches (the Maven repository) are mounted
+beside it. The container lives as long as the sandbox and is always removed: on
+:meth:`close`, on Ctrl-C, and by :func:`remove_leftovers` after a kill.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tasks import CoevoError
+
+from .sandbox import DEFAULT_OUTPUT_LIMIT, ExecResult
+
+LABEL = "coevo.sandbox"
+WORKDIR = "/work"
+
+
+class DockerUnavailable(CoevoError):
+    """No Docker daemon answers."""
+
+
+def docker_client() -> Any:
+    """A client for the local daemon; raises :class:`DockerUnavailable` with a one-line hint."""
+    import docker
+    from docker.errors import DockerException
+
+    try:
+        client = docker.from_env()
+        client.ping()
+    except DockerException as exc:
+        reason = str(exc).splitlines()[0][:120]
+        raise DockerUnavailable(
+            f"no Docker daemon answers ({reason}); start dockerd or use --backend local"
+        ) from None
+    return client
+
+
+def remove_leftovers(client: Any) -> int:
+    """Removes sandboxes a killed run left behind; returns how many."""
+    containers = client.containers.list(all=True, filters={"label": LABEL})
+    for container in containers:
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+    return len(containers)
+
+
+class DockerSandbox:
+    """Runs commands in a container of ``image`` over a bind-mounted worktree. No I/O until used."""
+
+    def __init__(
+        self,
+        client: Any,
+        image: str,
+        worktree: Path,
+        mounts: Mapping[Path, str] | None = None,
+        env: Mapping[str, str] | None = None,
+        network: bool = False,
+        cpus: float = 2.0,
+        memory: str = "4g",
+        pids: int = 1024,
+        output_limit: int = DEFAULT_OUTPUT_LIMIT,
+    ) -> None:
+        self.workdir = WORKDIR
+        self._client = client
+        self._image = image
+        self._worktree = worktree
+        self._mounts = dict(mounts or {})
+        self._env = dict(env or {})
+        self._network = network
+        self._cpus = cpus
+        self._memory = memory
+        self._pids = pids
+        self._limit = output_limit
+        self._container: Any = None
+
+    def _started(self) -> Any:
+        if self._container is None:
+            volumes = {str(self._worktree): {"bind": WORKDIR, "mode": "rw"}}
+            volumes |= {str(host): {"bind": inside, "mode": "rw"} for host, inside in self._mounts.items()}
+            self._container = self._client.containers.run(
+                self._image,
+                command=["sleep", "infinity"],
+                detach=True,
+                working_dir=WORKDIR,
+                environment=self._env,
+                volumes=volumes,
+                network_mode="bridge" if self._network else "none",
+                nano_cpus=int(self._cpus * 1e9),
+                mem_limit=self._memory,
+                pids_limit=self._pids,
+                labels={LABEL: "1"},
+                init=True,
+            )
+        return self._container
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        container = self._started()
+        started = time.monotonic()
+        # `timeout` inside the container kills the command's whole process group; the outer
+        # deadline only guards against a wedged daemon.
+        command = ["timeout", "--signal=KILL", f"{max(timeout, 1):.0f}", *argv]
+        api = self._client.api
+        exec_id = api.exec_create(
+            container.id,
+            command,
+            workdir=cwd or WORKDIR,
+            environment=dict(env or {}),
+            stdout=True,
+            stderr=True,
+        )["Id"]
+        stdout, stderr = bytearray(), bytearray()
+        truncated = [False]
+
+        def drain() -> None:
+            for out, err in api.exec_start(exec_id, stream=True, demux=True):
+                for chunk, buffer in ((out, stdout), (err, stderr)):
+                    if chunk:
+                        buffer += chunk
+                        if len(buffer) > self._limit * 2:
+                            truncated[0] = True
+                            half = self._limit // 2
+                            del buffer[half : len(buffer) - half]
+
+        reader = threading.Thread(target=drain, daemon=True)
+        reader.start()
+        reader.join(timeout + 30)
+        if reader.is_alive():  # the daemon stopped answering: the container goes
+            self.close()
+            return ExecResult(None, _text(stdout), _text(stderr), time.monotonic() - started, True)
+        code = api.exec_inspect(exec_id)["ExitCode"]
+        timed_out = code in (124, 137) and time.monotonic() - started >= timeout
+        return ExecResult(
+            exit_code=None if timed_out or code in (137,) else code,
+            stdout=_text(stdout),
+            stderr=_text(stderr),
+            duration=time.monotonic() - started,
+            timed_out=timed_out,
+            truncated=truncated[0],
+        )
+
+    def write_file(self, path: str, data: bytes) -> None:
+        target = self._worktree / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+    def read_file(self, path: str) -> bytes | None:
+        target = self._worktree / path
+        return target.read_bytes() if target.is_file() else None
+
+    def close(self) -> None:
+        container, self._container = self._container, None
+        if container is not None:
+            with contextlib.suppress(Exception):
+                container.remove(force=True)
+
+    def __enter__(self) -> DockerSandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def describe(self) -> str:
+        return f"docker {self._image} over {self._worktree} ({shlex.quote(WORKDIR)})"
+
+
+def _text(buffer: bytearray) -> str:
+    return bytes(buffer).decode("utf-8", errors="replace")

@@ -1,0 +1,134 @@
+"""Docker images for an EnvSpec: a plan (Dockerfile text, context files, content-hash tag), then a build.
+
+The plan is a pure value: rendering it runs nothing, and its tag is a hash of
+everything that went into it, so a changed template, CA bundle or tool jar makes a
+new image and an unchanged one is a cache hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from tasks import CoevoError
+
+from .envspec import EnvSpec
+
+DEFAULT_FROM = "debian:bookworm-slim"
+CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
+# What Debian bookworm packages: one JDK and one Python serve every older request.
+_DEBIAN_JDK = 17
+_DEBIAN_PYTHON = "3.11"
+
+_templates = jinja2.Environment(
+    loader=jinja2.PackageLoader("runners", "templates"),
+    undefined=jinja2.StrictUndefined,
+    keep_trailing_newline=True,
+    autoescape=False,
+)
+
+
+class ImageBuildFailed(CoevoError):
+    """``docker build`` of a planned image failed."""
+
+
+@dataclass(frozen=True)
+class ImagePlan:
+    """What to build: the Dockerfile, the files beside it, and the tag that names the result."""
+
+    tag: str
+    dockerfile: str
+    context: tuple[tuple[str, Path], ...]
+    """(name in the build context, file on the host)."""
+    notes: tuple[str, ...] = ()
+
+
+def host_ca_bundle() -> Path | None:
+    """The CA bundle the host trusts, if one is configured (``COEVO_CA_BUNDLE``, ``SSL_CERT_FILE``, …)."""
+    for name in CA_ENV:
+        value = os.environ.get(name)
+        if value and Path(value).is_file():
+            return Path(value)
+    return None
+
+
+def base_image_plan(
+    spec: EnvSpec,
+    from_images: Mapping[str, str] | None = None,
+    ca_bundle: Path | None = None,
+    tool_jars: Mapping[str, Path] | None = None,
+) -> ImagePlan:
+    """The base image for a spec: OS, JDK and Maven or Python, the host's CAs and coevo's tool jars.
+
+    ``from_images`` maps base keys (``java17``, ``python3.11``) to the image to start from
+    (Debian-based, since the template installs with apt); the default is ``debian:bookworm-slim``.
+    """
+    from_image = (from_images or {}).get(spec.base, DEFAULT_FROM)
+    context: list[tuple[str, Path]] = []
+    if ca_bundle is not None:
+        context.append(("ca-certificates.crt", ca_bundle))
+    notes: list[str] = []
+    if spec.language == "java":
+        requested = int(spec.language_version)
+        jdk = max(requested, _DEBIAN_JDK) if from_image == DEFAULT_FROM else requested
+        if jdk != requested:
+            notes.append(f"java {requested} is built with JDK {jdk} (Debian bookworm's), which targets it")
+        jars = dict(tool_jars or {})
+        context += [(f"tools/{name}", path) for name, path in sorted(jars.items())]
+        values: dict[str, Any] = {"jdk": jdk, "tool_jars": sorted(jars)}
+        template, key = "java.Dockerfile.j2", f"java{jdk}"
+    elif spec.language == "python":
+        python = _DEBIAN_PYTHON if from_image == DEFAULT_FROM else spec.language_version
+        if python != spec.language_version:
+            notes.append(f"python {spec.language_version} runs on Python {python} (Debian bookworm's)")
+        values = {"python": python}
+        template, key = "python.Dockerfile.j2", f"python{python}"
+    else:
+        raise ImageBuildFailed(f"no image template for language {spec.language!r}")
+    dockerfile = _templates.get_template(template).render(
+        from_image=from_image, ca_bundle=ca_bundle is not None, **values
+    )
+    digest = hashlib.sha256(dockerfile.encode())
+    for name, path in context:
+        digest.update(name.encode() + b"\0" + _file_digest(path))
+    return ImagePlan(f"coevo-base:{key}-{digest.hexdigest()[:12]}", dockerfile, tuple(context), tuple(notes))
+
+
+def build_image(client: Any, plan: ImagePlan) -> bool:
+    """Builds the planned image unless its tag exists; returns True on a cache hit."""
+    from docker.errors import BuildError, ImageNotFound
+
+    try:
+        client.images.get(plan.tag)
+        return True
+    except ImageNotFound:
+        pass
+    with tempfile.TemporaryDirectory(prefix="coevo-image-") as tmp:
+        root = Path(tmp)
+        (root / "Dockerfile").write_text(plan.dockerfile)
+        for name, path in plan.context:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, root / name)
+        try:
+            client.images.build(path=str(root), tag=plan.tag, rm=True, forcerm=True, pull=False)
+        except BuildError as exc:
+            lines = [str(entry.get("stream") or entry.get("error") or "").strip() for entry in exc.build_log]
+            last = next((line for line in reversed(lines) if line), str(exc))
+            raise ImageBuildFailed(f"building {plan.tag} failed: {last}") from None
+    return False
+
+
+def _file_digest(path: Path) -> bytes:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.digest()

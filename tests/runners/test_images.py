@@ -1,0 +1,96 @@
+"""Image plans render from EnvSpecs alone; builds are cached by content hash (real Docker, marked)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from runners import EnvSpec
+from runners.docker_sandbox import LABEL, DockerSandbox, docker_client, remove_leftovers
+from runners.images import base_image_plan, build_image
+
+JAVA = EnvSpec(language="java", language_version="11", build_tool="maven", modules=("",))
+PYTHON = EnvSpec(language="python", language_version="3.11", build_tool="pip")
+
+
+def test_java_plan_renders_with_ca_and_tools(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.crt"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nAAA\n-----END CERTIFICATE-----\n")
+    jar = tmp_path / "junit.jar"
+    jar.write_bytes(b"jar")
+    plan = base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar})
+    assert plan.tag.startswith("coevo-base:java17-")
+    assert "FROM debian:bookworm-slim" in plan.dockerfile
+    assert "openjdk-17-jdk-headless maven" in plan.dockerfile
+    assert "COPY tools/junit-console.jar /opt/coevo/tools/junit-console.jar" in plan.dockerfile
+    assert "host-ca-%03d.crt" in plan.dockerfile
+    assert plan.notes == ("java 11 is built with JDK 17 (Debian bookworm's), which targets it",)
+    assert dict(plan.context) == {"ca-certificates.crt": ca, "tools/junit-console.jar": jar}
+    # Same inputs, same tag; a changed CA bundle, a new image.
+    assert base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar}).tag == plan.tag
+    ca.write_text("-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n")
+    assert base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar}).tag != plan.tag
+
+
+def test_python_plan_without_ca_and_with_a_configured_base() -> None:
+    plan = base_image_plan(PYTHON)
+    assert plan.tag.startswith("coevo-base:python3.11-")
+    assert "COPY ca-certificates.crt" not in plan.dockerfile
+    assert "python3.11-venv" in plan.dockerfile
+    custom = base_image_plan(PYTHON, from_images={"python3.11": "registry.local/debian:12"})
+    assert "FROM registry.local/debian:12" in custom.dockerfile
+    assert custom.tag != plan.tag
+
+
+@pytest.fixture(scope="module")
+def python_image() -> str:
+    from runners.images import host_ca_bundle
+
+    client = docker_client()
+    plan = base_image_plan(PYTHON, ca_bundle=host_ca_bundle())
+    build_image(client, plan)
+    assert build_image(client, plan) is True  # the second build of an unchanged plan is a cache hit
+    return plan.tag
+
+
+@pytest.mark.docker
+def test_docker_sandbox_runs_commands_with_limits_and_cleans_up(python_image: str, tmp_path: Path) -> None:
+    client = docker_client()
+    box = DockerSandbox(client, python_image, tmp_path, output_limit=64 * 1024)
+    try:
+        box.write_file("hello.py", b"import sys; print('hi'); print('err', file=sys.stderr); sys.exit(3)")
+        result = box.exec(["python3", "hello.py"], timeout=60)
+        assert (result.exit_code, result.stdout, result.stderr) == (3, "hi\n", "err\n")
+        box.exec(["sh", "-c", "echo made > out.txt"], timeout=60)
+        assert box.read_file("out.txt") == b"made\n"
+
+        # No network: the container has a loopback interface and nothing else (no packet is sent).
+        interfaces = box.exec(
+            ["python3", "-c", "import socket; print(sorted(n for _, n in socket.if_nameindex()))"],
+            timeout=60,
+        )
+        assert interfaces.stdout.strip() == "['lo']"
+
+        started = time.monotonic()
+        hung = box.exec(["sh", "-c", "sleep 300 & sleep 300"], timeout=2)
+        assert hung.timed_out and hung.exit_code is None
+        assert time.monotonic() - started < 60
+        assert "sleep" not in box.exec(["ps", "-e", "-o", "comm="], timeout=30).stdout
+
+        loud = box.exec(["sh", "-c", "yes 0123456789 | head -c 20000000; echo END"], timeout=120)
+        assert loud.ok and loud.truncated and loud.stdout.endswith("END\n")
+        assert len(loud.stdout) < 200 * 1024
+    finally:
+        box.close()
+    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+
+
+@pytest.mark.docker
+def test_leftover_sandboxes_are_removed(python_image: str, tmp_path: Path) -> None:
+    client = docker_client()
+    box = DockerSandbox(client, python_image, tmp_path)
+    box.exec(["true"], timeout=30)  # starts the container, then "the run is killed"
+    assert remove_leftovers(client) == 1
+    assert client.containers.list(all=True, filters={"label": LABEL}) == []
