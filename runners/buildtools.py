@@ -23,7 +23,7 @@ class BuildResult:
 
     ok: bool
     message: str = ""
-    """One line for a user: what failed."""
+    """One line for a user: what failed, or (when ``ok``) what was worked around."""
     log: ExecResult | None = None
 
 

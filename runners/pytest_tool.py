@@ -1,0 +1,406 @@
+"""Python revisions: dependencies in a shared venv (see :mod:`runners.venvs`), tests run by pytest.
+
+Tests are pytest node ids relative to the worktree. pytest refuses a whole run when one
+node id names a missing file or test, and rebuilds ids lossily from its JUnit XML (an
+inherited test reports the file that defines it). So the run passes pytest only the test
+files, and a small plugin (written to a scratch folder and loaded with ``-p``) keeps just
+the requested items and streams every report as a JSON line, keyed by the exact node id.
+Results therefore survive a timeout (tests that finished keep their outcome), and the
+same plugin switches coverage.py's dynamic context to the node id around each test.
+
+Outcomes: a test whose module fails to import (``ImportError``, ``SyntaxError``) is
+``compile_error``, the Python counterpart of a Java test that does not compile against
+the code; a test that exists in no collected module is ``absent``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from .buildtools import BuildResult, Coverage, TestRun, build_tool
+from .envspec import EnvSpec
+from .results import Outcome, TestResult
+from .sandbox import ExecResult, Sandbox
+from .venvs import NoPython, VenvBuildFailed, import_paths, venv_for, venv_note, venv_python
+
+_PLUGIN = "_coevo_pytest"
+_MESSAGE_LIMIT = 4000
+_COVERAGE_READ_TIMEOUT = 300.0
+_EXCEPTION_LINE = re.compile(
+    r"^E\s+((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$"
+)
+_FILE_LINE = re.compile(r'^E?\s*File "([^"]+)", line (\d+)')
+_TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
+
+# Runs inside the project's venv, on any Python 3 and pytest >= 4: no annotations, no walrus.
+_PLUGIN_SOURCE = '''\
+"""coevo: run only the requested node ids; stream each report as a JSON line."""
+import json
+import os
+
+import pytest
+
+_state = {}
+
+
+def _emit(record):
+    out = _state.get("out")
+    if out is None:
+        out = _state["out"] = open(os.environ["COEVO_PYTEST_RESULTS"], "a", encoding="utf-8")
+    out.write(json.dumps(record) + "\\n")
+    out.flush()
+
+
+def _coverage():
+    if "coverage" not in _state:
+        current = None
+        if os.environ.get("COEVO_PYTEST_COVERAGE"):
+            import coverage
+
+            current = coverage.Coverage.current()
+        _state["coverage"] = current
+    return _state["coverage"]
+
+
+def _message(report):
+    if report.passed:
+        return ""
+    if isinstance(report.longrepr, tuple):  # a skip: (path, line, "Skipped: reason")
+        reason = str(report.longrepr[-1])
+        return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
+    crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)
+    return str(report.longrepr or "")[-8000:]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session, config, items):
+    with open(os.environ["COEVO_PYTEST_SELECT"], encoding="utf-8") as handle:
+        wanted = set(json.load(handle))
+    keep = [item for item in items if item.nodeid in wanted]
+    dropped = [item for item in items if item.nodeid not in wanted]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = keep
+    _emit({"collected": [item.nodeid for item in keep]})
+
+
+def pytest_collectreport(report):
+    if report.failed:
+        _emit({"collect_error": report.nodeid, "message": str(report.longrepr)[-8000:]})
+
+
+def pytest_runtest_logreport(report):
+    _emit(
+        {
+            "id": report.nodeid,
+            "when": report.when,
+            "outcome": report.outcome,
+            "message": _message(report),
+            "duration": getattr(report, "duration", 0.0),
+        }
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    cov = _coverage()
+    if cov is not None:
+        cov.switch_context(item.nodeid)
+    yield
+    if cov is not None:
+        cov.switch_context("")
+'''
+
+_COVERAGE_READER = """\
+import json
+import sys
+
+import coverage
+
+data = coverage.CoverageData(basename=sys.argv[1])
+data.read()
+lines = {}
+for path in data.measured_files():
+    for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+        for context in contexts:
+            if context:
+                lines.setdefault(context, {}).setdefault(path, []).append(line)
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    json.dump(lines, out)
+"""
+
+
+@build_tool("pip")
+class PytestTool:
+    """pip-installed dependencies in a shared venv; pytest over the worktree's own code."""
+
+    name = "pip"
+
+    def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
+        """Ensures the venv, then collects the tests to prove the project imports.
+
+        Collection errors in some test modules only still count as built (those tests will
+        be ``compile_error``); the message then names the first one.
+        """
+        deadline = time.monotonic() + timeout
+        worktree = Path(sandbox.workdir)
+        try:
+            venv = venv_for(spec, worktree, sandbox, timeout)
+        except VenvBuildFailed as exc:
+            return BuildResult(ok=False, message=str(exc), log=exc.log)
+        except NoPython as exc:
+            return BuildResult(ok=False, message=str(exc))
+        argv = [str(venv_python(venv)), "-m", "pytest", "--collect-only", "-q", *_common_options(worktree)]
+        result = sandbox.exec(argv, timeout=_left(deadline), env=_test_env(venv, worktree, ()))
+        return _collect_outcome(result, worktree, venv_note(venv))
+
+    def run_tests(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        timeout: float,
+        coverage: bool = False,
+    ) -> TestRun:
+        """Runs the node ids in one pytest process; every id asked for gets a result."""
+        deadline = time.monotonic() + timeout
+        worktree = Path(sandbox.workdir)
+        requested = list(dict.fromkeys(tests))
+        try:
+            venv = venv_for(spec, worktree, sandbox, timeout)
+        except (VenvBuildFailed, NoPython) as exc:
+            log = exc.log if isinstance(exc, VenvBuildFailed) else None
+            return TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log)
+        files = list(dict.fromkeys(f for f in map(_file_of, requested) if _is_file_in(worktree, f)))
+        if not files:
+            return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested))
+        with tempfile.TemporaryDirectory(prefix="coevo-pytest-") as scratch_name:
+            scratch = Path(scratch_name)
+            (scratch / f"{_PLUGIN}.py").write_text(_PLUGIN_SOURCE)
+            (scratch / "select.json").write_text(json.dumps(requested))
+            env = {
+                **_test_env(venv, worktree, (scratch,)),
+                "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
+                "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
+            }
+            python = str(venv_python(venv))
+            runner = [python, "-m", "pytest"]
+            if coverage:
+                (scratch / "coveragerc").write_text(
+                    f"[run]\nsource =\n    {worktree.resolve()}\ndata_file = {scratch / 'coverage.data'}\n"
+                )
+                rcfile = f"--rcfile={scratch / 'coveragerc'}"
+                runner = [python, "-m", "coverage", "run", rcfile, "-m", "pytest"]
+                env["COEVO_PYTEST_COVERAGE"] = "1"
+            argv = [
+                *runner,
+                "-p",
+                _PLUGIN,
+                "-q",
+                "--tb=short",
+                "--maxfail=0",  # a project's -x in addopts would leave requested tests unrun
+                "--continue-on-collection-errors",
+                *_common_options(worktree),
+                *files,
+            ]
+            log = sandbox.exec(argv, timeout=_left(deadline), env=env)
+            records = _read_records(scratch / "results.jsonl")
+            results = _results(requested, records, log, worktree)
+            lines: dict[str, Coverage] = {}
+            if coverage:
+                lines = _read_coverage(sandbox, python, scratch, worktree, deadline)
+                ran = {r.test for r in results if r.outcome not in _NOT_RUN}
+                lines = {test: lines.get(test, Coverage()) for test in requested if test in ran}
+        return TestRun(results=results, coverage=lines, log=log)
+
+
+_NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)
+
+
+def _common_options(worktree: Path) -> list[str]:
+    # Without --rootdir, a project with no ini file gets node ids relative to the tests' common folder.
+    return ["-p", "no:cacheprovider", f"--rootdir={worktree}"]
+
+
+def _test_env(venv: Path, worktree: Path, extra_paths: Sequence[Path]) -> dict[str, str]:
+    """The worktree's code first on the path, the venv's tools on PATH, nothing written to the tree."""
+    paths = [*import_paths(worktree), *extra_paths]
+    return {
+        "PYTHONPATH": os.pathsep.join(str(p) for p in paths),
+        "VIRTUAL_ENV": str(venv),
+        "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONNOUSERSITE": "1",
+        "PYTEST_ADDOPTS": "",
+    }
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 1.0)
+
+
+def _file_of(test: str) -> str:
+    return test.split("::", 1)[0]
+
+
+def _is_file_in(worktree: Path, path: str) -> bool:
+    if not path or Path(path).is_absolute() or ".." in Path(path).parts:
+        return False
+    return (worktree / path).is_file()
+
+
+def _collect_outcome(result: ExecResult, worktree: Path, note: str) -> BuildResult:
+    """Reads ``pytest --collect-only -q``: an importable project collects, a broken one does not."""
+    if result.timed_out:
+        message = f"collecting the tests timed out after {result.duration:.0f}s"
+        return BuildResult(ok=False, message=message, log=result)
+    collected = sum(1 for line in result.stdout.splitlines() if "::" in line and not line[:1].isspace())
+    if result.exit_code in (0, 5):
+        return BuildResult(ok=True, message=note, log=result)
+    error = first_error(result.stdout + "\n" + result.stderr, worktree)
+    if result.exit_code == 2 and collected:
+        partial = f"{collected} tests collected, but some test modules fail to import: {error}"
+        return BuildResult(ok=True, message="; ".join(filter(None, [note, partial])), log=result)
+    return BuildResult(ok=False, message=error, log=result)
+
+
+def first_error(output: str, worktree: Path | None = None) -> str:
+    """The exception line of pytest output (``ModuleNotFoundError: No module named 'x'``), one line.
+
+    A ``SyntaxError`` gets the file and line it points at; paths are made relative to ``worktree``.
+    """
+    lines = output.splitlines()
+    for index, line in enumerate(lines):
+        match = _EXCEPTION_LINE.match(line)
+        if not match:
+            continue
+        error = match.group(1).strip()
+        if error.startswith(("SyntaxError", "IndentationError", "TabError")):
+            for previous in reversed(lines[max(index - 6, 0) : index]):
+                located = _FILE_LINE.match(previous)
+                if located:
+                    error += f" ({_relative(located.group(1), worktree)}, line {located.group(2)})"
+                    break
+        # Paths inside the worktree are made relative so messages compare across worktrees.
+        for root in {worktree, worktree.resolve()} if worktree else ():
+            error = error.replace(f"{root}{os.sep}", "")
+        return error
+    for line in lines:
+        if line.startswith(("ERROR:", "ImportError", "INTERNALERROR>")):
+            return line.strip()
+    rest = [line.strip() for line in lines if line.strip()]
+    return rest[-1] if rest else "pytest failed with no output"
+
+
+def _relative(path: str, worktree: Path | None) -> str:
+    if worktree is None:
+        return path
+    for root in (worktree, worktree.resolve()):
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path
+
+
+def _read_records(path: Path) -> list[dict]:
+    records: list[dict] = []
+    if not path.is_file():
+        return records
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:  # the last line of a killed run may be cut short
+            continue
+    return records
+
+
+def _results(
+    requested: list[str], records: list[dict], log: ExecResult, worktree: Path
+) -> tuple[TestResult, ...]:
+    """One result per requested id, from the plugin's reports and how the run ended."""
+    ran = _combine(records)
+    collected: set[str] | None = None
+    collect_errors: dict[str, str] = {}
+    for record in records:
+        if "collected" in record:
+            collected = set(record["collected"])
+        elif "collect_error" in record:
+            collect_errors[record["collect_error"]] = first_error(record["message"], worktree)
+    crash = "" if log.timed_out else first_error(log.stdout + "\n" + log.stderr, worktree)
+    results: list[TestResult] = []
+    for test in requested:
+        if test in ran:
+            results.append(ran[test])
+            continue
+        failed_import = next((m for node, m in collect_errors.items() if _under(test, node)), None)
+        if failed_import is not None:
+            results.append(TestResult(test, Outcome.COMPILE_ERROR, failed_import))
+        elif not _is_file_in(worktree, _file_of(test)) or (collected is not None and test not in collected):
+            results.append(TestResult(test, Outcome.ABSENT))
+        elif log.timed_out:
+            results.append(TestResult(test, Outcome.TIMEOUT, f"no result within {log.duration:.0f}s"))
+        else:
+            why = crash if collected is None else f"collected but not run: {crash}"
+            results.append(TestResult(test, Outcome.ERROR, why[:_MESSAGE_LIMIT]))
+    return tuple(results)
+
+
+def _under(test: str, node: str) -> bool:
+    return not node or test == node or test.startswith((f"{node}::", f"{node}/"))
+
+
+def _combine(records: list[dict]) -> dict[str, TestResult]:
+    """Setup, call and teardown reports folded into one outcome per node id."""
+    outcomes: dict[str, tuple[Outcome, str]] = {}
+    durations: dict[str, float] = {}
+    for record in records:
+        test = record.get("id")
+        if test is None:
+            continue
+        durations[test] = durations.get(test, 0.0) + float(record.get("duration") or 0.0)
+        when, outcome, message = record.get("when"), record.get("outcome"), record.get("message", "")
+        if outcome == "skipped":
+            outcomes[test] = (Outcome.SKIPPED, message)
+        elif when == "call":
+            outcomes[test] = (Outcome.PASS, "") if outcome == "passed" else (Outcome.FAIL, message)
+        elif outcome == "failed" and (test not in outcomes or outcomes[test][0] == Outcome.PASS):
+            outcomes[test] = (Outcome.ERROR, f"{when}: {message}")
+    return {
+        test: TestResult(test, outcome, message[:_MESSAGE_LIMIT], durations.get(test, 0.0))
+        for test, (outcome, message) in outcomes.items()
+    }
+
+
+def _read_coverage(
+    sandbox: Sandbox, python: str, scratch: Path, worktree: Path, deadline: float
+) -> dict[str, Coverage]:
+    """Lines per node id from coverage.py's data, read by the venv's own coverage, test files left out."""
+    data = scratch / "coverage.data"
+    if not data.is_file():
+        return {}
+    (scratch / "read_coverage.py").write_text(_COVERAGE_READER)
+    out = scratch / "coverage.json"
+    argv = [python, str(scratch / "read_coverage.py"), str(data), str(out)]
+    result = sandbox.exec(argv, timeout=min(_left(deadline) + 60, _COVERAGE_READ_TIMEOUT))
+    if not result.ok or not out.is_file():
+        return {}
+    raw: Mapping[str, Mapping[str, list[int]]] = json.loads(out.read_text())
+    coverage: dict[str, Coverage] = {}
+    for test, files in raw.items():
+        lines: dict[str, frozenset[int]] = {}
+        for path, numbers in files.items():
+            relative = _relative(path, worktree)
+            if relative == path or _TEST_FILE.search(relative):
+                continue
+            lines[relative] = frozenset(numbers) | lines.get(relative, frozenset())
+        coverage[test] = Coverage(lines=lines)
+    return coverage

@@ -1,0 +1,514 @@
+"""PytestTool and shared venvs on tiny real projects: builds, outcomes, timeouts, coverage, reuse.
+
+The venvs are built from PyPI (pytest, coverage, six, setuptools) into a folder private to
+this module, and shared between its tests; the tests that build one are marked slow.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import textwrap
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from runners import EnvSpec, FolderTree, LocalSandbox, Outcome, detect_env, get_build_tool
+from runners.pytest_tool import PytestTool, first_error
+from runners.sandbox import ExecResult
+from runners.venvs import (
+    MARKER,
+    VENVS_ENV,
+    environment_key,
+    find_python,
+    import_paths,
+    locate_python,
+    venv_for,
+    venv_note,
+)
+
+PLAIN = EnvSpec("python", "3.11", "pip", install=(("pytest", "coverage"),))
+"""A spec with only the test tools, shared by the projects that need no dependencies."""
+
+CALC_INIT = """\
+from importlib.metadata import version
+
+__version__ = version("calc")
+"""
+
+CALC_NEW_TEST = """\
+from calc.core import mul
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+"""
+
+CALC_CORE = """\
+def add(a, b):
+    return a + b
+
+
+def sub(a, b):
+    result = a - b
+    return result
+"""
+
+CALC_TESTS = """\
+import pytest
+
+import calc
+from calc.core import add, sub
+
+
+def test_add():
+    assert add(1, 2) == 3
+
+
+def test_fail():
+    assert add(1, 1) == 3
+
+
+@pytest.fixture
+def broken():
+    raise RuntimeError("fixture broke")
+
+
+def test_error(broken):
+    pass
+
+
+@pytest.mark.parametrize("a, b", [(1, 2), (2, 3)])
+def test_param(a, b):
+    assert add(a, b) == a + b
+
+
+class TestCalc:
+    def test_sub(self):
+        assert sub(3, 1) == 2
+
+
+@pytest.mark.skip(reason="not today")
+def test_skipped():
+    pass
+
+
+def test_version_from_metadata():
+    assert calc.__version__ == "0.1"
+"""
+
+
+def write(root: Path, files: Mapping[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+@pytest.fixture(scope="module")
+def venvs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("venvs")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(VENVS_ENV, str(folder))
+        yield folder
+
+
+@pytest.fixture(scope="module")
+def calc(tmp_path_factory: pytest.TempPathFactory, venvs: Path) -> Path:
+    """A pyproject project, src layout, test extra, version read from its metadata."""
+    return write(
+        tmp_path_factory.mktemp("calc"),
+        {
+            "pyproject.toml": """\
+                [build-system]
+                requires = ["setuptools>=61"]
+                build-backend = "setuptools.build_meta"
+
+                [project]
+                name = "calc"
+                version = "0.1"
+
+                [project.optional-dependencies]
+                test = ["pytest"]
+
+                [tool.setuptools.packages.find]
+                where = ["src"]
+            """,
+            "src/calc/__init__.py": CALC_INIT,
+            "src/calc/core.py": CALC_CORE,
+            "tests/test_core.py": CALC_TESTS,
+            "tests/test_new.py": CALC_NEW_TEST,
+        },
+    )
+
+
+@pytest.fixture(scope="module")
+def calc_spec(calc: Path) -> EnvSpec:
+    return detect_env(FolderTree(calc), "python")
+
+
+@pytest.fixture(scope="module")
+def calc_built(calc: Path, calc_spec: EnvSpec) -> Path:
+    result = PytestTool().build(LocalSandbox(calc), calc_spec, timeout=600)
+    assert result.ok, result.message
+    return calc
+
+
+@pytest.fixture(scope="module")
+def plain(tmp_path_factory: pytest.TempPathFactory, venvs: Path) -> Path:
+    """A flat project with no build file: hangs, floods its output, spawns a child."""
+    root = write(
+        tmp_path_factory.mktemp("plain"),
+        {
+            "tests/test_misc.py": """\
+                import subprocess
+                import sys
+                import time
+
+
+                def test_quick():
+                    pass
+
+
+                def test_hang():
+                    child = subprocess.Popen(["sleep", "300"])
+                    with open("child.pid", "w") as out:
+                        out.write(str(child.pid))
+                    time.sleep(300)
+            """,
+            "tests/test_loud.py": """\
+                def test_loud_pass():
+                    print("x" * 5_000_000)
+
+
+                def test_loud_fail():
+                    print("y" * 5_000_000)
+                    assert False, "too loud"
+            """,
+        },
+    )
+    result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
+    assert result.ok, result.message
+    return root
+
+
+@pytest.fixture(autouse=True)
+def _private_venvs(venvs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VENVS_ENV, str(venvs))
+
+
+def outcomes(run_results: Sequence) -> dict[str, Outcome]:
+    return {result.test: result.outcome for result in run_results}
+
+
+# --- Interpreters and keys ----------------------------------------------------------------------
+
+
+def test_find_python_returns_the_version_asked_for_or_the_closest_with_a_note() -> None:
+    assert find_python("3.11").exists()
+    assert locate_python("3.11").version.startswith("3.11.") and locate_python("3.11").note == ""
+    substitute = locate_python("3.99")
+    assert substitute.path.exists() and "3.99 not installed" in substitute.note
+
+
+def test_the_environment_key_follows_install_arguments_and_file_contents(tmp_path: Path) -> None:
+    files = {"requirements.txt": "-r base.txt\n", "base.txt": "six\n", "pyproject.toml": "[project]\n"}
+    root = write(tmp_path, files)
+    spec = EnvSpec("python", "3.11", "pip", install=(("-e", ".[test]"), ("-r", "requirements.txt")))
+    key = environment_key(spec, FolderTree(root), "python 3.11.2")
+    (root / "README.md").write_text("unrelated")
+    (root / "src.py").write_text("code is not a dependency")
+    assert environment_key(spec, FolderTree(root), "python 3.11.2") == key
+    assert environment_key(spec, FolderTree(root), "python 3.12.1") != key
+    (root / "base.txt").write_text("six==1.16.0\n")  # named only through requirements.txt
+    changed = environment_key(spec, FolderTree(root), "python 3.11.2")
+    assert changed != key
+    (root / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert environment_key(spec, FolderTree(root), "python 3.11.2") != changed
+
+
+def test_src_layouts_put_src_on_the_path(tmp_path: Path) -> None:
+    assert import_paths(tmp_path) == (tmp_path,)
+    write(tmp_path, {"src/pkg/__init__.py": ""})
+    assert import_paths(tmp_path) == (tmp_path / "src", tmp_path)
+
+
+def test_first_error_reads_the_exception_line_of_pytest_output(tmp_path: Path) -> None:
+    output = f"""\
+________________ ERROR collecting tests/test_core.py ________________
+tests/test_core.py:1: in <module>
+    import pkg
+E     File "{tmp_path}/pkg/core.py", line 2
+E       def broken(:
+E                  ^
+E   SyntaxError: invalid syntax
+"""
+    assert first_error(output, tmp_path) == "SyntaxError: invalid syntax (pkg/core.py, line 2)"
+    assert first_error("E   ModuleNotFoundError: No module named 'x'\n") == (
+        "ModuleNotFoundError: No module named 'x'"
+    )
+
+
+# --- Building -----------------------------------------------------------------------------------
+
+
+def test_the_registry_knows_pip() -> None:
+    assert isinstance(get_build_tool("pip"), PytestTool)
+
+
+@pytest.mark.slow
+def test_a_pyproject_project_installs_its_dependencies_but_not_itself(
+    calc_built: Path, calc_spec: EnvSpec, venvs: Path
+) -> None:
+    assert calc_spec.install == (("-e", ".[test]"), ("pytest", "coverage"))
+    venv = venv_for(calc_spec, calc_built)
+    assert venv.parent == venvs and (venv / MARKER).is_file() and venv_note(venv) == ""
+    site = next(venv.glob("lib/python*/site-packages"))
+    assert (site / "pytest").is_dir()
+    assert not (site / "calc").exists(), "the project's modules must come from the worktree"
+    assert list(site.glob("calc-0.1.dist-info")), "its metadata stays for importlib.metadata"
+    assert not list(calc_built.glob("**/*.egg-info")) and not (calc_built / "build").exists()
+
+
+@pytest.mark.slow
+def test_a_requirements_project_gets_its_packages(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "requirements.txt": "six\n",
+            "tests/test_six.py": "import six\n\n\ndef test_six():\n    assert six.PY3\n",
+        },
+    )
+    spec = detect_env(FolderTree(root), "python")
+    tool = PytestTool()
+    assert tool.build(LocalSandbox(root), spec, timeout=600).ok
+    run = tool.run_tests(LocalSandbox(root), spec, ["tests/test_six.py::test_six"], timeout=120)
+    assert outcomes(run.results) == {"tests/test_six.py::test_six": Outcome.PASS}
+
+
+@pytest.mark.slow
+def test_a_package_that_does_not_import_fails_the_build_in_one_line(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .core import *\n",
+            "pkg/core.py": "def broken(:\n    pass\n",
+            "tests/test_pkg.py": "import pkg\n\n\ndef test_it():\n    pass\n",
+        },
+    )
+    result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
+    assert not result.ok
+    assert result.message.startswith("SyntaxError:") and "pkg/core.py, line 1" in result.message
+    assert "\n" not in result.message
+
+
+@pytest.mark.slow
+def test_a_missing_dependency_fails_the_build_with_pips_error(tmp_path: Path) -> None:
+    root = write(tmp_path, {"requirements.txt": "coevo-no-such-package-xyz-123\n", "tests/test_a.py": ""})
+    result = PytestTool().build(LocalSandbox(root), detect_env(FolderTree(root), "python"), timeout=600)
+    assert not result.ok and "\n" not in result.message
+    assert result.message.startswith("pip install -r requirements.txt: ")
+    assert "coevo-no-such-package-xyz-123" in result.message
+
+
+@pytest.mark.slow
+def test_a_missing_import_in_the_tests_fails_the_build(tmp_path: Path) -> None:
+    root = write(
+        tmp_path, {"tests/test_a.py": "import not_installed_anywhere\n\n\ndef test_a():\n    pass\n"}
+    )
+    result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
+    assert (result.ok, result.message) == (
+        False,
+        "ModuleNotFoundError: No module named 'not_installed_anywhere'",
+    )
+
+
+# --- Running ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_outcomes_map_back_to_the_node_ids_asked_for(calc_built: Path, calc_spec: EnvSpec) -> None:
+    asked = [
+        "tests/test_core.py::test_add",
+        "tests/test_core.py::test_fail",
+        "tests/test_core.py::test_error",
+        "tests/test_core.py::test_param[1-2]",
+        "tests/test_core.py::test_param[2-3]",
+        "tests/test_core.py::TestCalc::test_sub",
+        "tests/test_core.py::test_skipped",
+        "tests/test_core.py::test_version_from_metadata",
+        "tests/test_new.py::test_mul",
+        "tests/test_core.py::test_param[9-9]",
+    ]
+    run = PytestTool().run_tests(LocalSandbox(calc_built), calc_spec, asked, timeout=120)
+    assert [r.test for r in run.results] == asked
+    assert outcomes(run.results) == {
+        "tests/test_core.py::test_add": Outcome.PASS,
+        "tests/test_core.py::test_fail": Outcome.FAIL,
+        "tests/test_core.py::test_error": Outcome.ERROR,
+        "tests/test_core.py::test_param[1-2]": Outcome.PASS,
+        "tests/test_core.py::test_param[2-3]": Outcome.PASS,
+        "tests/test_core.py::TestCalc::test_sub": Outcome.PASS,
+        "tests/test_core.py::test_skipped": Outcome.SKIPPED,
+        "tests/test_core.py::test_version_from_metadata": Outcome.PASS,
+        "tests/test_new.py::test_mul": Outcome.COMPILE_ERROR,
+        "tests/test_core.py::test_param[9-9]": Outcome.ABSENT,
+    }
+    messages = {r.test: r.message for r in run.results}
+    assert "assert 2 == 3" in messages["tests/test_core.py::test_fail"]
+    assert "fixture broke" in messages["tests/test_core.py::test_error"]
+    assert messages["tests/test_core.py::test_skipped"] == "not today"
+    assert messages["tests/test_new.py::test_mul"] == (
+        "ImportError: cannot import name 'mul' from 'calc.core' (src/calc/core.py)"
+    )
+    assert run.coverage == {}
+
+
+@pytest.mark.slow
+def test_worktrees_of_one_spec_share_the_venv_but_run_their_own_code(
+    calc_built: Path, calc_spec: EnvSpec, tmp_path: Path
+) -> None:
+    other = tmp_path / "calc-v2"
+    shutil.copytree(calc_built, other)
+    (other / "src/calc/core.py").write_text(CALC_CORE.replace("a + b", "a * b"))
+    assert venv_for(calc_spec, other) == venv_for(calc_spec, calc_built)
+    test = "tests/test_core.py::test_add"
+    old = PytestTool().run_tests(LocalSandbox(calc_built), calc_spec, [test], timeout=120)
+    new = PytestTool().run_tests(LocalSandbox(other), calc_spec, [test], timeout=120)
+    assert (old.results[0].outcome, new.results[0].outcome) == (Outcome.PASS, Outcome.FAIL)
+
+
+@pytest.mark.slow
+def test_missing_files_and_tests_are_absent_and_the_rest_still_runs(plain: Path) -> None:
+    asked = [
+        "tests/test_misc.py::test_quick",
+        "tests/test_misc.py::test_gone",
+        "tests/gone.py::test_a",
+        "../x.py",
+    ]
+    run = PytestTool().run_tests(LocalSandbox(plain), PLAIN, asked, timeout=120)
+    assert outcomes(run.results) == {
+        "tests/test_misc.py::test_quick": Outcome.PASS,
+        "tests/test_misc.py::test_gone": Outcome.ABSENT,
+        "tests/gone.py::test_a": Outcome.ABSENT,
+        "../x.py": Outcome.ABSENT,
+    }
+
+
+@pytest.mark.slow
+def test_a_hanging_test_times_out_leaving_no_process(plain: Path) -> None:
+    asked = ["tests/test_misc.py::test_quick", "tests/test_misc.py::test_hang"]
+    started = time.monotonic()
+    run = PytestTool().run_tests(LocalSandbox(plain), PLAIN, asked, timeout=8)
+    assert time.monotonic() - started < 60
+    assert outcomes(run.results) == {
+        "tests/test_misc.py::test_quick": Outcome.PASS,
+        "tests/test_misc.py::test_hang": Outcome.TIMEOUT,
+    }
+    assert run.log is not None and run.log.timed_out
+    child = int((plain / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not _alive(child), "the test's child process survived the timeout"
+
+
+@pytest.mark.slow
+def test_megabytes_of_output_still_give_results(plain: Path) -> None:
+    asked = ["tests/test_loud.py::test_loud_pass", "tests/test_loud.py::test_loud_fail"]
+    run = PytestTool().run_tests(LocalSandbox(plain), PLAIN, asked, timeout=120)
+    assert outcomes(run.results) == {asked[0]: Outcome.PASS, asked[1]: Outcome.FAIL}
+    assert run.results[1].message.startswith("AssertionError: too loud")
+    assert run.log is not None and run.log.truncated
+
+
+@pytest.mark.slow
+def test_coverage_gives_each_test_exactly_the_lines_it_ran(calc_built: Path, calc_spec: EnvSpec) -> None:
+    asked = [
+        "tests/test_core.py::test_add",
+        "tests/test_core.py::TestCalc::test_sub",
+        "tests/test_core.py::test_param[2-3]",
+        "tests/test_core.py::test_skipped",
+    ]
+    run = PytestTool().run_tests(LocalSandbox(calc_built), calc_spec, asked, timeout=120, coverage=True)
+    assert not list(calc_built.rglob("__pycache__")) and not list(calc_built.glob(".coverage*"))
+    assert all(r.outcome in (Outcome.PASS, Outcome.SKIPPED) for r in run.results)
+    assert {test: cov.lines for test, cov in run.coverage.items()} == {
+        "tests/test_core.py::test_add": {"src/calc/core.py": frozenset({2})},
+        "tests/test_core.py::TestCalc::test_sub": {"src/calc/core.py": frozenset({6, 7})},
+        "tests/test_core.py::test_param[2-3]": {"src/calc/core.py": frozenset({2})},
+        "tests/test_core.py::test_skipped": {},
+    }
+
+
+# --- Reuse --------------------------------------------------------------------------------------
+
+
+class CountingSandbox(LocalSandbox):
+    """A LocalSandbox that counts the pip installs run through it."""
+
+    installs: list[Sequence[str]]
+
+    def __init__(self, worktree: Path, installs: list[Sequence[str]]) -> None:
+        super().__init__(worktree)
+        self.installs = installs
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+    ) -> ExecResult:
+        if list(argv[1:4]) == ["-m", "pip", "install"]:
+            self.installs.append(argv)
+        return super().exec(argv, timeout, env, cwd)
+
+
+@pytest.mark.slow
+def test_an_unchanged_spec_reuses_its_venv(plain: Path) -> None:
+    installs: list[Sequence[str]] = []
+    venv = venv_for(PLAIN, plain)
+    marker = (venv / MARKER).stat().st_mtime_ns
+    assert PytestTool().build(CountingSandbox(plain, installs), PLAIN, timeout=600).ok
+    assert installs == [] and (venv / MARKER).stat().st_mtime_ns == marker
+
+
+@pytest.mark.slow
+def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(tmp_path: Path) -> None:
+    root = write(tmp_path, {"requirements.txt": "six\n# built concurrently\n"})
+    spec = EnvSpec("python", "3.11", "pip", install=(("-r", "requirements.txt"),))
+    installs: list[Sequence[str]] = []
+    venvs: list[Path] = []
+
+    def build() -> None:
+        venvs.append(venv_for(spec, root, CountingSandbox(root, installs)))
+
+    threads = [threading.Thread(target=build) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(venvs) == 3 and len(set(venvs)) == 1
+    assert len(installs) == 1, "three builders of one venv must install once"
+
+    venv = venvs[0]
+    (venv / MARKER).unlink()
+    (venv / "leftover").write_text("from an interrupted build")
+    assert venv_for(spec, root, CountingSandbox(root, installs)) == venv
+    assert len(installs) == 2 and (venv / MARKER).is_file() and not (venv / "leftover").exists()
+
+    (root / "requirements.txt").write_text("six\n# built concurrently, then changed\n")
+    assert venv_for(spec, root, CountingSandbox(root, installs)) != venv
+    assert len(installs) == 3
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().split()[2] != "Z"
