@@ -1,0 +1,671 @@
+"""Maven projects: compile a revision once, then run single test methods without Maven.
+
+:meth:`MavenTool.build` runs Maven once (``test-compile`` and ``dependency:build-classpath``
+in the same reactor, so sibling modules resolve to their ``target/classes``) and stores
+each module's test classpath in ``.coevo/classpath/``. :meth:`MavenTool.run_tests` then
+starts the JUnit Platform console launcher on that classpath (JUnit 4 through the vintage
+engine), with the JaCoCo agent per test when coverage is asked for.
+:meth:`MavenTool.compile_test_file` compiles one test file from another revision with
+``javac`` into a folder put first on the classpath: the cross cells of the matrix.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import uuid
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from tasks import CoevoError
+
+from .buildtools import BuildResult, Coverage, TestRun, build_tool
+from .envspec import EnvSpec
+from .jdk import Jdk, choose_jdk
+from .results import Outcome, TestResult, parse_junit_xml
+from .sandbox import ExecResult, Sandbox
+from .tools import tool_jar
+
+M2_ENV = "COEVO_M2"
+"""The shared local Maven repository; ``~/.m2/repository`` when unset."""
+STATE_DIR = ".coevo"
+"""Where coevo keeps its files inside a worktree (classpaths, reports); git ignores it."""
+CROSS_CLASSES_DIR = f"{STATE_DIR}/cross-classes"
+"""The default output folder of :meth:`MavenTool.compile_test_file`, relative to the worktree."""
+DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.3.0"
+"""Pinned, so every build resolves the same plugin; 3.3.0 still runs on the Maven 3.1.1 that
+old wrappers download (3.5 and later need Maven 3.2.5, 3.8 needs 3.6.3)."""
+
+SKIP_PROPERTIES = (
+    "-DskipTests",
+    "-Dcheckstyle.skip",
+    "-Dspotless.check.skip",
+    "-Dspotless.apply.skip",
+    "-Denforcer.skip",
+    "-Drat.skip",
+    "-Djacoco.skip",
+    "-Danimal.sniffer.skip",
+    "-Dmaven.javadoc.skip",
+    "-Dpmd.skip",
+    "-Dcpd.skip",
+    "-Dspotbugs.skip",
+    "-Dlicense.skip",
+    "-Dgpg.skip",
+    "-Dmaven.gitcommitid.skip",
+)
+"""Checks that do not change the compiled classes and often fail on old revisions or offline."""
+
+_DEPS_FILE = "target/coevo-deps.classpath"
+_WRAPPER_PROPERTIES = ".mvn/wrapper/maven-wrapper.properties"
+_OLDEST_WRAPPED_MAVEN = (3, 6, 3)
+_REPORTS = ("TEST-junit-jupiter.xml", "TEST-junit-vintage.xml", "TEST-junit-platform-suite.xml")
+_SOURCE_ROOTS = ("src/main/java", "src/main/kotlin", "src")
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_MAVEN_SOURCE_ERROR = re.compile(
+    r"^(?P<path>\S.*?\.(?:java|kt|groovy|scala)):\[(?P<line>\d+)(?:,\d+)?\]\s+(?:error:\s*)?(?P<text>.*)$"
+)
+_JAVAC_ERROR = re.compile(r"^(?P<path>\S.*?\.java):(?P<line>\d+): error: (?P<text>.*)$")
+_SYMBOL = re.compile(r"^\s+symbol:\s+(?P<symbol>.+)$")
+_MAVEN_NOISE = re.compile(
+    r"^(COMPILATION ERROR\s*:?|-> \[Help \d+\]|To see the full stack trace|Re-run Maven"
+    r"|For more information about the errors|\[Help \d+\]|After correcting the problems"
+    r"|\s*mvn <args>|Failed to execute goal.*: Compilation failure.*|\s*)$"
+)
+_CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
+# Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
+_JUNIT_FAMILY = re.compile(
+    r"/(org/junit/(platform|jupiter|vintage)|junit/junit|org/opentest4j|org/apiguardian)/"
+)
+_JUNIT6 = re.compile(r"/junit-(?:platform|jupiter)-[a-z-]+-(\d+)\.[^/]*\.jar$")
+
+
+class NotBuilt(CoevoError):
+    """Tests or a test file were run against a module that :meth:`MavenTool.build` did not prepare."""
+
+
+class LauncherFailed(CoevoError):
+    """The JUnit console launcher itself failed, so no test outcome can be read."""
+
+
+def maven_repository() -> str:
+    """The local Maven repository shared by all builds: ``$COEVO_M2`` or ``~/.m2/repository``."""
+    return os.environ.get(M2_ENV) or str(Path.home() / ".m2" / "repository")
+
+
+def build_command(
+    spec: EnvSpec,
+    maven_repo: str,
+    extra_args: Sequence[str] = (),
+    wrapper_properties: bytes | None = None,
+) -> list[str]:
+    """The one Maven run that compiles every module and writes each one's test classpath.
+
+    ``extra_args`` are a repository's own overrides (``-DjdkVersion=1.8``), put before the
+    goals. ``wrapper_properties`` is ``.mvn/wrapper/maven-wrapper.properties``, which says
+    whether the project's wrapper is recent enough to use.
+    """
+    return [
+        *_maven_executable(spec, wrapper_properties),
+        "-B",
+        "-q",
+        "-e",
+        "-Dstyle.color=never",
+        f"-Dmaven.repo.local={maven_repo}",
+        *SKIP_PROPERTIES,
+        *extra_args,
+        "test-compile",
+        f"{DEPENDENCY_PLUGIN}:build-classpath",
+        f"-Dmdep.outputFile={_DEPS_FILE}",
+        "-Dmdep.includeScope=test",
+    ]
+
+
+def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None) -> list[str]:
+    """``mvnw`` when the project has one that pins a usable Maven, else the installed ``mvn``.
+
+    Wrappers pinning Maven older than 3.6.3 fall back: before 3.2.3 Maven fetched Central over
+    plain HTTP, which Central refuses, and old ones predate the JDKs coevo builds with.
+    """
+    if spec.build_tool != "maven-wrapper":
+        return ["mvn"]
+    found = re.search(rb"apache-maven/(\d+)\.(\d+)\.(\d+)", wrapper_properties or b"")
+    if found and tuple(int(part) for part in found.groups()) >= _OLDEST_WRAPPED_MAVEN:
+        return ["sh", "mvnw"]
+    return ["mvn"]
+
+
+def classpath_file(module: str) -> str:
+    """Where :meth:`MavenTool.build` stores a module's test classpath, relative to the worktree."""
+    return f"{STATE_DIR}/classpath/{module or '_root'}.txt"
+
+
+@dataclass(frozen=True)
+class _TestId:
+    """A requested test and the class file that holds it."""
+
+    requested: str
+    class_name: str
+    """The binary name (``pkg.Outer$Inner``) the launcher and its reports use."""
+    method: str
+
+    @property
+    def reported(self) -> str:
+        return f"{self.class_name}#{self.method}"
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """One run of the console launcher and what it reported."""
+
+    results: dict[str, TestResult]
+    """By reported id (``pkg.Outer$Inner#method``); a failed class set-up or engine is
+    reported on each of the class's tests."""
+    log: ExecResult
+    run_dir: str
+    """Its folder in the sandbox (arguments, reports, JaCoCo data)."""
+
+
+@dataclass(frozen=True)
+class _CoverageScope:
+    """The production code a test's coverage is measured on."""
+
+    classes_dirs: tuple[str, ...]
+    """The worktree's ``target/classes`` folders on the test's classpath that hold classes."""
+    includes: str
+    """The JaCoCo agent's ``includes``: the packages of those classes, two levels deep, or ``*``."""
+
+
+@build_tool("maven", "maven-wrapper")
+class MavenTool:
+    """Builds with Maven (or its wrapper), runs tests with the JUnit console launcher.
+
+    ``maven_repo``, ``tool_path`` and ``jdk`` say where things are as the sandbox sees
+    them; the defaults are this host's (``$COEVO_M2``, the tool cache, installed JDKs).
+    ``maven_args`` are added to the build command.
+    """
+
+    name = "maven"
+
+    def __init__(
+        self,
+        maven_repo: str | None = None,
+        tool_path: Callable[[str], str] | None = None,
+        jdk: Callable[[str], Jdk] = choose_jdk,
+        maven_args: Sequence[str] = (),
+    ) -> None:
+        self._maven_repo = maven_repo
+        self._maven_args = tuple(maven_args)
+        self._tool_path = tool_path or (lambda name: str(tool_jar(name)))
+        self._jdk = jdk
+
+    # --- build -----------------------------------------------------------------------------------
+
+    def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
+        """Compiles main and test code of every module and stores their test classpaths.
+
+        Raises :class:`~runners.jdk.NoSuitableJdk` when no JDK fits; a project that does not
+        build gives ``ok=False`` with the first compiler error (``path:line: message``).
+        """
+        jdk = self._jdk(spec.language_version)
+        command = build_command(
+            spec,
+            self._maven_repo or maven_repository(),
+            self._maven_args,
+            sandbox.read_file(_WRAPPER_PROPERTIES),
+        )
+        log = sandbox.exec(command, timeout, env={"JAVA_HOME": str(jdk.home)})
+        if log.timed_out:
+            return BuildResult(False, f"maven timed out after {timeout:g}s", log)
+        if not log.ok:
+            return BuildResult(False, _maven_error(log, sandbox.workdir), log)
+        written = 0
+        for module in spec.modules or ("",):
+            deps = sandbox.read_file(_in_module(module, _DEPS_FILE))
+            if deps is None:
+                continue
+            entries = [
+                _absolute(sandbox.workdir, _in_module(module, "target/test-classes")),
+                _absolute(sandbox.workdir, _in_module(module, "target/classes")),
+                *(entry for entry in deps.decode().strip().split(":") if entry),
+            ]
+            sandbox.write_file(classpath_file(module), "\n".join(entries).encode() + b"\n")
+            written += 1
+        if not written:
+            return BuildResult(False, "maven built but wrote no classpath for any module", log)
+        sandbox.write_file(f"{STATE_DIR}/.gitignore", b"*\n")
+        return BuildResult(True, "", log)
+
+    # --- tests -----------------------------------------------------------------------------------
+
+    def run_tests(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        timeout: float,
+        coverage: bool = False,
+        module: str | None = None,
+        extra_classpath: Sequence[str] = (),
+    ) -> TestRun:
+        """Runs test methods (``pkg.Class#method``) of a built worktree; every one gets a result.
+
+        ``module`` is where the tests live (found from the compiled classes when None; pass it
+        with ``extra_classpath`` in multi-module projects). ``extra_classpath``
+        (worktree-relative or absolute) goes first, ahead of the module's own classes.
+        ``timeout`` bounds each launcher run: one for all tests, or one per test with
+        ``coverage`` (then each test also gets its covered lines).
+        """
+        jdk = self._jdk(spec.language_version)
+        extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
+        results: dict[str, TestResult] = {}
+        coverages: dict[str, Coverage] = {}
+        log: ExecResult | None = None
+        candidates = [module] if module is not None else list(spec.modules or ("",))
+        built = {name: cp for name in candidates if (cp := _read_classpath(sandbox, name)) is not None}
+        if not built:
+            raise NotBuilt(f"module {candidates[0] or '(root)'!r} has no classpath: build the worktree first")
+        groups: dict[str, list[_TestId]] = {}
+        for test in dict.fromkeys(tests):
+            found = self._locate(sandbox, list(built), test, extra)
+            if found is None:
+                results[test] = TestResult(test, Outcome.ABSENT, "no compiled test class for it")
+            else:
+                groups.setdefault(found[0], []).append(found[1])
+        for test_module, ids in groups.items():
+            classpath = [*extra, *built[test_module]]
+            batches = [[test_id] for test_id in ids] if coverage else [ids]
+            scope = self._coverage_scope(sandbox, classpath) if coverage else None
+            for batch in batches:
+                launch = self._launch(sandbox, jdk, test_module, classpath, batch, timeout, scope)
+                log = launch.log
+                for test_id in batch:
+                    results[test_id.requested] = _outcome(test_id, launch)
+                if scope is not None:
+                    coverages[batch[0].requested] = self._coverage(sandbox, jdk, launch, scope, test_module)
+        ordered = tuple(results[test] for test in dict.fromkeys(tests))
+        return TestRun(results=ordered, coverage=coverages, log=log)
+
+    def compile_test_file(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        source_path: str,
+        classpath_module: str | None = None,
+        timeout: float = 300.0,
+        output_dir: str = CROSS_CLASSES_DIR,
+    ) -> BuildResult:
+        """Compiles one test file (worktree-relative) against this revision's classes into ``output_dir``.
+
+        Pass ``output_dir`` as ``extra_classpath`` to :meth:`run_tests` to run the file's
+        tests instead of the revision's own; classes accumulate there, so give each cell its own.
+        ``classpath_module`` defaults to the module holding ``source_path``. Compile errors give
+        ``ok=False`` and the first error line.
+        """
+        if sandbox.read_file(source_path) is None:
+            return BuildResult(False, f"{source_path}: no such file in the worktree")
+        module = spec.module_for(source_path) if classpath_module is None else classpath_module
+        jdk = self._jdk(spec.language_version)
+        argfile = f"{STATE_DIR}/runs/{uuid.uuid4().hex}.javac"
+        classpath = self._classpath(sandbox, module)
+        sandbox.write_file(argfile, _argfile(["-cp", ":".join(classpath)]))
+        # JDK 23 stopped running annotation processors (Lombok) found on the classpath unasked.
+        processors = ["-proc:full"] if jdk.feature >= 21 else []
+        command = [
+            str(jdk.javac),
+            "-d",
+            _absolute(sandbox.workdir, output_dir),
+            "-encoding",
+            "UTF-8",
+            "-nowarn",
+            "-implicit:none",
+            *processors,
+            f"@{_absolute(sandbox.workdir, argfile)}",
+            source_path,
+        ]
+        log = sandbox.exec(command, timeout)
+        sandbox.exec(["rm", "-f", _absolute(sandbox.workdir, argfile)], 60)
+        if log.timed_out:
+            return BuildResult(False, f"javac timed out after {timeout:g}s", log)
+        if not log.ok:
+            return BuildResult(False, _javac_error(log), log)
+        return BuildResult(True, "", log)
+
+    # --- helpers ---------------------------------------------------------------------------------
+
+    def _classpath(self, sandbox: Sandbox, module: str) -> list[str]:
+        classpath = _read_classpath(sandbox, module)
+        if classpath is None:
+            raise NotBuilt(f"module {module or '(root)'!r} has no classpath: build the worktree first")
+        return classpath
+
+    def _locate(
+        self, sandbox: Sandbox, modules: Sequence[str], test: str, extra: Sequence[str]
+    ) -> tuple[str, _TestId] | None:
+        """The module to run ``test`` in and its binary class name; None when no class file holds it."""
+        class_name, _, method = test.partition("#")
+        if not class_name or not method:
+            return None
+        for binary in _binary_names(class_name):
+            class_file = binary.replace(".", "/") + ".class"
+            test_id = _TestId(test, binary, method)
+            in_extra = any(
+                _read_absolute(sandbox, posixpath.join(folder, class_file)) is not None for folder in extra
+            )
+            for candidate in modules:
+                if sandbox.read_file(_in_module(candidate, f"target/test-classes/{class_file}")) is not None:
+                    return candidate, test_id
+            if in_extra:
+                return modules[0], test_id
+        return None
+
+    def _launch(
+        self,
+        sandbox: Sandbox,
+        jdk: Jdk,
+        module: str,
+        classpath: Sequence[str],
+        tests: Sequence[_TestId],
+        timeout: float,
+        scope: _CoverageScope | None,
+    ) -> _Launch:
+        run = f"{STATE_DIR}/runs/{uuid.uuid4().hex}"
+        run_dir = _absolute(sandbox.workdir, run)
+        console = self._tool_path(_console_tool(classpath))
+        jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
+        classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
+        basedir = _absolute(sandbox.workdir, module)
+        agent = []
+        if scope is not None:
+            agent_jar = self._tool_path("jacoco-agent")
+            options = f"destfile={run_dir}/jacoco.exec,append=false,includes={scope.includes}"
+            agent = [f"-javaagent:{agent_jar}={options}"]
+        command = [
+            str(jdk.java),
+            f"-Dbasedir={basedir}",
+            *agent,
+            *classpath_args,
+            _CONSOLE_MAIN,
+            "execute",
+            "--disable-banner",
+            "--disable-ansi-colors",
+            "--details=none",
+            "--config=junit.platform.discovery.listener.default=logging",
+            "--reports-dir",
+            f"{run_dir}/reports",
+            *_selectors(tests),
+        ]
+        log = sandbox.exec(command, timeout, env=env, cwd=basedir)
+        reported: list[TestResult] = []
+        for report in _REPORTS:
+            data = sandbox.read_file(f"{run}/reports/{report}")
+            if data is not None:
+                reported.extend(parse_junit_xml(data, java=True))
+        if not reported and not log.timed_out and log.exit_code not in (0, 1):
+            sandbox.exec(["rm", "-rf", run_dir], 60)
+            raise LauncherFailed(f"the JUnit console launcher failed: {_last_line(log)}")
+        results: dict[str, TestResult] = {}
+        for result in reported:
+            class_name, _, method = result.test.partition("#")
+            key = f"{class_name}#{method.split('[')[0]}"  # JUnit 4 Parameterized: "addsZero[1]"
+            results[key] = _merge(results.get(key), TestResult(key, *_rest(result)))
+        if scope is None:
+            sandbox.exec(["rm", "-rf", run_dir], 60)
+        return _Launch(results, log, run_dir)
+
+    def _coverage_scope(self, sandbox: Sandbox, classpath: Sequence[str]) -> _CoverageScope:
+        """Which of the classpath's ``target/classes`` folders hold classes, and their packages."""
+        prefix = sandbox.workdir.rstrip("/") + "/"
+        candidates = [
+            entry for entry in classpath if entry.startswith(prefix) and entry.endswith("/target/classes")
+        ]
+        if not candidates:
+            return _CoverageScope((), "*")
+        listed = sandbox.exec(["find", *candidates, "-name", "*.class"], 300).stdout.splitlines()
+        found: set[str] = set()
+        packages: set[str] = set()
+        for folder in candidates:
+            for line in listed:
+                if line.startswith(folder + "/"):
+                    found.add(folder)
+                    parts = line[len(folder) + 1 :].split("/")[:-1]
+                    # Agent includes match class names; the default package needs everything.
+                    packages.add(".".join(parts[:2]) + ".*" if parts else "*")
+        includes = "*" if "*" in packages else ":".join(sorted(packages)) or "*"
+        return _CoverageScope(tuple(folder for folder in candidates if folder in found), includes)
+
+    def _coverage(
+        self,
+        sandbox: Sandbox,
+        jdk: Jdk,
+        launch: _Launch,
+        scope: _CoverageScope,
+        module: str,
+    ) -> Coverage:
+        """The lines the launch covered, per repository file, read from a JaCoCo XML report."""
+        classes_dirs: Sequence[str] = scope.classes_dirs
+        try:
+            if launch.log.timed_out:  # the killed JVM wrote no coverage data
+                return Coverage()
+            report = self._jacoco_report(sandbox, jdk, launch.run_dir, classes_dirs)
+            if report is None:
+                # Two modules holding the same class name make JaCoCo refuse the set: keep the test's own.
+                own = _absolute(sandbox.workdir, _in_module(module, "target/classes"))
+                classes_dirs = [folder for folder in classes_dirs if folder == own]
+                report = self._jacoco_report(sandbox, jdk, launch.run_dir, classes_dirs)
+            if report is None:
+                return Coverage()
+            return Coverage(self._covered_files(sandbox, report, classes_dirs))
+        finally:
+            sandbox.exec(["rm", "-rf", launch.run_dir], 60)
+
+    def _jacoco_report(
+        self, sandbox: Sandbox, jdk: Jdk, run_dir: str, classes_dirs: Sequence[str]
+    ) -> bytes | None:
+        if not classes_dirs:
+            return None
+        command = [str(jdk.java), "-jar", self._tool_path("jacoco-cli"), "report", f"{run_dir}/jacoco.exec"]
+        for folder in classes_dirs:
+            command += ["--classfiles", folder]
+        command += ["--xml", f"{run_dir}/jacoco.xml", "--quiet"]
+        if not sandbox.exec(command, 300).ok:
+            return None
+        return _read_absolute(sandbox, f"{run_dir}/jacoco.xml")
+
+    def _covered_files(
+        self, sandbox: Sandbox, report: bytes, classes_dirs: Sequence[str]
+    ) -> dict[str, frozenset[int]]:
+        prefix = sandbox.workdir.rstrip("/") + "/"
+        modules = [
+            folder[len(prefix) :].removesuffix("target/classes").rstrip("/") for folder in classes_dirs
+        ]
+        covered: dict[str, frozenset[int]] = {}
+        for package, source, lines in _jacoco_lines(report):
+            for path in _source_candidates(modules, package, source):
+                if sandbox.read_file(path) is not None:
+                    covered[path] = covered.get(path, frozenset()) | lines
+                    break
+        return covered
+
+
+# --- pure helpers ----------------------------------------------------------------------------------
+
+
+def _read_classpath(sandbox: Sandbox, module: str) -> list[str] | None:
+    data = sandbox.read_file(classpath_file(module))
+    return None if data is None else [line for line in data.decode().splitlines() if line]
+
+
+def _in_module(module: str, path: str) -> str:
+    return f"{module}/{path}" if module else path
+
+
+def _absolute(workdir: str, path: str) -> str:
+    return path if path.startswith("/") else posixpath.normpath(posixpath.join(workdir, path))
+
+
+def _read_absolute(sandbox: Sandbox, path: str) -> bytes | None:
+    """Reads a file given by its path in the sandbox, which must lie inside the worktree."""
+    prefix = sandbox.workdir.rstrip("/") + "/"
+    if path.startswith(prefix):
+        return sandbox.read_file(path[len(prefix) :])
+    return sandbox.read_file(path) if not path.startswith("/") else None
+
+
+def _binary_names(class_name: str) -> Iterable[str]:
+    """``a.b.Outer.Inner`` as written, then with trailing dots read as nesting (``a.b.Outer$Inner``)."""
+    yield class_name
+    parts = class_name.split(".")
+    for split in range(len(parts) - 1, 0, -1):
+        if parts[split - 1][:1].isupper():
+            yield ".".join(parts[:split]) + "$" + "$".join(parts[split:])
+
+
+def _console_tool(classpath: Sequence[str]) -> str:
+    """The console launcher for the project's JUnit: ``junit-console-6`` for JUnit 6, else the 5.x one."""
+    for entry in classpath:
+        match = _JUNIT6.search(entry)
+        if match and int(match.group(1)) >= 6:
+            return "junit-console-6"
+    return "junit-console"
+
+
+def _launch_classpath(classpath: Sequence[str], workdir: str, console: str) -> list[str]:
+    """The launcher JVM's classpath: the worktree's classes and the project's libraries first, then
+    the console launcher jar, which replaces the project's own JUnit jars.
+
+    The revision's classes must win even where they share packages with the launcher jar
+    (when the project *is* JUnit or Hamcrest), and the project's Hamcrest must win over the
+    old one the launcher bundles; JUnit itself comes from the launcher so that its engines,
+    platform and APIs are one aligned set.
+    """
+    inside = workdir.rstrip("/") + "/"
+    kept = [entry for entry in classpath if entry.startswith(inside) or not _JUNIT_FAMILY.search(entry)]
+    return [*kept, console]
+
+
+def _classpath_option(
+    sandbox: Sandbox, jdk: Jdk, classpath: Sequence[str], argfile: str
+) -> tuple[list[str], dict[str, str]]:
+    """How to hand a long classpath to ``java``: an ``@argfile`` (JDK 9+) or ``CLASSPATH`` (JDK 8)."""
+    joined = ":".join(classpath)
+    if jdk.feature < 9:
+        return [], {"CLASSPATH": joined}
+    sandbox.write_file(argfile, _argfile(["-cp", joined]))
+    return [f"@{_absolute(sandbox.workdir, argfile)}"], {}
+
+
+def _selectors(tests: Sequence[_TestId]) -> list[str]:
+    """Select each class and keep only the asked methods, so parameterized methods need no signature."""
+    selectors: list[str] = []
+    for class_name in dict.fromkeys(test.class_name for test in tests):
+        selectors += ["--select-class", class_name]
+    for test in tests:
+        selectors += ["--include-methodname", rf"^\Q{test.reported}\E$"]
+    return selectors
+
+
+def _argfile(args: Sequence[str]) -> bytes:
+    """An ``@argfile`` for javac and the console launcher: each argument double-quoted."""
+    quoted = ('"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"' for arg in args)
+    return ("\n".join(quoted) + "\n").encode()
+
+
+def _rest(result: TestResult) -> tuple[Outcome, str, float]:
+    return result.outcome, result.message, result.duration
+
+
+_SEVERITY = {
+    Outcome.ERROR: 0,
+    Outcome.FAIL: 1,
+    Outcome.PASS: 2,
+    Outcome.SKIPPED: 3,
+}
+
+
+def _merge(old: TestResult | None, new: TestResult) -> TestResult:
+    """One result for a method reported many times (parameterized): the worst outcome, summed time."""
+    if old is None:
+        return new
+    worst = min(old, new, key=lambda result: _SEVERITY.get(result.outcome, 0))
+    return TestResult(worst.test, worst.outcome, worst.message, old.duration + new.duration)
+
+
+def _outcome(test: _TestId, launch: _Launch) -> TestResult:
+    found = launch.results.get(test.reported)
+    if found is not None:
+        return TestResult(test.requested, *_rest(found))
+    if launch.log.timed_out:
+        return TestResult(test.requested, Outcome.TIMEOUT, "the test run timed out")
+    return TestResult(test.requested, Outcome.ABSENT, "not run: no such test method")
+
+
+def _maven_error(log: ExecResult, workdir: str) -> str:
+    """One line saying why Maven failed: the first compiler error, else Maven's own summary."""
+    lines = [_ANSI.sub("", line).rstrip() for line in (log.stdout + "\n" + log.stderr).splitlines()]
+    errors = [line.removeprefix("[ERROR]").strip() if line.startswith("[ERROR]") else None for line in lines]
+    for index, text in enumerate(errors):
+        match = _MAVEN_SOURCE_ERROR.match(text or "")
+        if match:
+            path = match["path"].removeprefix(workdir.rstrip("/") + "/")
+            message = f"{path}:{match['line']}: {match['text'].strip()}"
+            return _with_symbol(
+                message, [_ANSI.sub("", line).removeprefix("[ERROR]") for line in lines], index
+            )
+    meaningful = [text for text in errors if text is not None and not _MAVEN_NOISE.match(text)]
+    summary = next((text for text in meaningful if "-> [Help" in text), None)
+    chosen = summary or (meaningful[-1] if meaningful else _last_line(log))
+    return _shorten(re.sub(r"\s*-> \[Help \d+\]$", "", chosen))
+
+
+def _javac_error(log: ExecResult) -> str:
+    lines = (log.stderr + "\n" + log.stdout).splitlines()
+    for index, line in enumerate(lines):
+        match = _JAVAC_ERROR.match(line)
+        if match:
+            return _with_symbol(f"{match['path']}:{match['line']}: {match['text'].strip()}", lines, index)
+    return _shorten(_last_line(log))
+
+
+def _with_symbol(message: str, lines: Sequence[str], index: int) -> str:
+    """Adds the ``symbol:`` line javac prints under "cannot find symbol"."""
+    for line in lines[index + 1 : index + 4]:
+        match = _SYMBOL.match(line)
+        if match:
+            return _shorten(f"{message} ({match['symbol'].strip()})")
+    return _shorten(message)
+
+
+def _last_line(log: ExecResult) -> str:
+    for text in (log.stderr, log.stdout):
+        lines = [_ANSI.sub("", line).strip() for line in text.splitlines()]
+        lines = [line for line in lines if line and not line.startswith("at ")]
+        if lines:
+            return lines[-1]
+    return f"exit code {log.exit_code}"
+
+
+def _shorten(text: str, limit: int = 400) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _jacoco_lines(report: bytes) -> Iterable[tuple[str, str, frozenset[int]]]:
+    """(package folder, source file name, covered lines) from a JaCoCo XML report."""
+    root = ET.fromstring(report)
+    for package in root.iter("package"):
+        for source in package.iter("sourcefile"):
+            lines = frozenset(
+                int(line.get("nr", "0")) for line in source.iter("line") if int(line.get("ci", "0")) > 0
+            )
+            if lines:
+                yield package.get("name", ""), source.get("name", ""), lines
+
+
+def _source_candidates(modules: Sequence[str], package: str, source: str) -> Iterable[str]:
+    relative = f"{package}/{source}" if package else source
+    for module in modules:
+        for root in _SOURCE_ROOTS:
+            yield _in_module(module, f"{root}/{relative}")

@@ -1,0 +1,153 @@
+"""Tool jars the runners put next to a project: the JUnit console launcher and JaCoCo.
+
+Each jar is fetched once from Maven Central into a cache folder (``$COEVO_TOOLS`` or
+``~/.cache/coevo/tools``), checked against the ``.sha1`` published beside it, and
+written under a temporary name then renamed, so parallel workers never see half a jar.
+Mutation testing tools (PIT) join the same table when the scorer needs them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import requests
+
+from tasks import CoevoError
+
+TOOLS_ENV = "COEVO_TOOLS"
+MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
+_TIMEOUT = 60.0
+
+
+class UnknownTool(CoevoError):
+    """A tool name no entry of :data:`TOOLS` has."""
+
+
+class ToolDownloadFailed(CoevoError):
+    """A tool jar could not be fetched or did not match its published checksum."""
+
+
+@dataclass(frozen=True)
+class ToolArtifact:
+    """A jar on Maven Central, by its coordinates."""
+
+    group: str
+    artifact: str
+    version: str
+    classifier: str = ""
+
+    @property
+    def file_name(self) -> str:
+        suffix = f"-{self.classifier}" if self.classifier else ""
+        return f"{self.artifact}-{self.version}{suffix}.jar"
+
+    @property
+    def repository_path(self) -> str:
+        """Its path below a Maven repository's root."""
+        return f"{self.group.replace('.', '/')}/{self.artifact}/{self.version}/{self.file_name}"
+
+
+JUNIT_CONSOLE_VERSION = "1.14.4"
+"""The newest JUnit 5 platform. Its jar brings the Jupiter and Vintage engines with JUnit 4.13.2
+and replaces a project's own JUnit jars; 1.12 added ``--include-methodname``, which selects
+parameterized methods by name."""
+JUNIT6_CONSOLE_VERSION = "6.0.3"
+"""For projects on JUnit 6 (Java 17 and later), whose APIs the 5.x engines do not have."""
+JACOCO_VERSION = "0.8.14"
+"""The first JaCoCo that officially supports Java 25 class files (0.8.12 supports Java 22)."""
+
+TOOLS: dict[str, ToolArtifact] = {
+    "junit-console": ToolArtifact(
+        "org.junit.platform", "junit-platform-console-standalone", JUNIT_CONSOLE_VERSION
+    ),
+    "junit-console-6": ToolArtifact(
+        "org.junit.platform", "junit-platform-console-standalone", JUNIT6_CONSOLE_VERSION
+    ),
+    "jacoco-agent": ToolArtifact("org.jacoco", "org.jacoco.agent", JACOCO_VERSION, "runtime"),
+    "jacoco-cli": ToolArtifact("org.jacoco", "org.jacoco.cli", JACOCO_VERSION, "nodeps"),
+}
+"""The tools by the names :func:`tool_jar` takes."""
+
+
+def tools_dir() -> Path:
+    """Where tool jars are cached: ``$COEVO_TOOLS`` or ``~/.cache/coevo/tools``."""
+    configured = os.environ.get(TOOLS_ENV)
+    return Path(configured) if configured else Path.home() / ".cache" / "coevo" / "tools"
+
+
+def tool_jar(
+    name: str,
+    cache: Path | None = None,
+    repository: str = MAVEN_CENTRAL,
+    session: requests.Session | None = None,
+) -> Path:
+    """The local path of tool ``name``, one of :data:`TOOLS` (``junit-console``, ``jacoco-cli``...).
+
+    Downloads it on first use; HTTPS trusts ``$REQUESTS_CA_BUNDLE`` like any requests call.
+    """
+    try:
+        artifact = TOOLS[name]
+    except KeyError:
+        raise UnknownTool(f"no tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
+    folder = cache or tools_dir()
+    target = folder / artifact.file_name
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    url = f"{repository.rstrip('/')}/{artifact.repository_path}"
+    http = session or requests.Session()
+    try:
+        expected = _fetch_sha1(http, url + ".sha1")
+        _download(http, url, target, expected)
+    finally:
+        if session is None:
+            http.close()
+    return target
+
+
+def _fetch_sha1(http: requests.Session, url: str) -> str:
+    try:
+        response = http.get(url, timeout=_TIMEOUT)
+        response.raise_for_status()
+    except requests.RequestException as exc:
+        raise ToolDownloadFailed(f"cannot fetch {url}: {_reason(exc)}") from None
+    digest = response.text.strip().split()[0].lower() if response.text.strip() else ""
+    if len(digest) != 40:
+        raise ToolDownloadFailed(f"{url} holds no SHA-1 checksum")
+    return digest
+
+
+def _download(http: requests.Session, url: str, target: Path, expected_sha1: str) -> None:
+    sha1 = hashlib.sha1()
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".part")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            try:
+                with http.get(url, timeout=_TIMEOUT, stream=True) as response:
+                    response.raise_for_status()
+                    for chunk in response.iter_content(1 << 16):
+                        sha1.update(chunk)
+                        out.write(chunk)
+            except requests.RequestException as exc:
+                raise ToolDownloadFailed(f"cannot fetch {url}: {_reason(exc)}") from None
+        if sha1.hexdigest() != expected_sha1:
+            raise ToolDownloadFailed(
+                f"{url} does not match its published SHA-1 ({sha1.hexdigest()} != {expected_sha1})"
+            )
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; containers and other users read it
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _reason(exc: requests.RequestException) -> str:
+    if isinstance(exc, requests.HTTPError) and exc.response is not None:
+        return f"HTTP {exc.response.status_code}"
+    detail = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {detail[0][:200]}" if detail else type(exc).__name__

@@ -1,0 +1,450 @@
+"""The Maven build tool on tiny real projects, plus JDK choice and tool jar downloads.
+
+Tests marked ``maven`` run real Maven builds (the first run fills ~/.m2 from Maven Central)
+and the JUnit console launcher; each project is built once per module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import os
+import shutil
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from runners import (
+    BuildResult,
+    EnvSpec,
+    FolderTree,
+    LocalSandbox,
+    Outcome,
+    TestResult,
+    detect_env,
+    get_build_tool,
+)
+from runners.jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from runners.maven import CROSS_CLASSES_DIR, MavenTool, NotBuilt, build_command, classpath_file
+from runners.sandbox import ExecResult
+from runners.tools import ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
+
+from . import maven_projects as projects
+
+_HAS_MAVEN = shutil.which("mvn") is not None and bool(find_jdks())
+needs_maven = pytest.mark.skipif(not _HAS_MAVEN, reason="needs Maven (mvn) and an installed JDK")
+TOOL = MavenTool()
+
+
+@dataclass(frozen=True)
+class Built:
+    """A project built once for a module's tests."""
+
+    root: Path
+    box: LocalSandbox
+    spec: EnvSpec
+    result: BuildResult
+
+
+def _build(root: Path) -> Built:
+    box = LocalSandbox(root)
+    spec = detect_env(FolderTree(root), "java")
+    return Built(root, box, spec, TOOL.build(box, spec, timeout=900))
+
+
+def _built_ok(built: Built) -> Built:
+    assert built.result.ok, built.result.message
+    return built
+
+
+@pytest.fixture(scope="module")
+def jupiter(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
+    built = _build(projects.jupiter_project(tmp_path_factory.mktemp("jupiter")))
+    yield _built_ok(built)
+    built.box.close()
+
+
+@pytest.fixture(scope="module")
+def junit4(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return _built_ok(_build(projects.junit4_project(tmp_path_factory.mktemp("junit4"))))
+
+
+@pytest.fixture(scope="module")
+def multi(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    return _built_ok(_build(projects.multi_module_project(tmp_path_factory.mktemp("multi"))))
+
+
+def _outcomes(run_results: Sequence[TestResult]) -> dict[str, Outcome]:
+    return {result.test: result.outcome for result in run_results}
+
+
+# --- Maven builds and test runs -------------------------------------------------------------------
+
+
+@pytest.mark.maven
+@needs_maven
+def test_registered_for_maven_and_the_wrapper() -> None:
+    assert isinstance(get_build_tool("maven"), MavenTool)
+    assert isinstance(get_build_tool("maven-wrapper"), MavenTool)
+
+
+@pytest.mark.maven
+@needs_maven
+def test_build_stores_each_modules_test_classpath(jupiter: Built) -> None:
+    classpath = (jupiter.root / classpath_file("")).read_text().splitlines()
+    assert classpath[:2] == [str(jupiter.root / "target/test-classes"), str(jupiter.root / "target/classes")]
+    assert any(entry.endswith(f"junit-jupiter-api-{projects.JUNIT_JUPITER}.jar") for entry in classpath)
+    assert (jupiter.root / ".coevo/.gitignore").read_text() == "*\n"
+    assert (jupiter.root / "target/test-classes/demo/CalcTest.class").is_file()
+
+
+@pytest.mark.maven
+@needs_maven
+def test_jupiter_outcomes_and_absent_tests(jupiter: Built) -> None:
+    tests = [
+        "demo.CalcTest#adds",
+        "demo.CalcTest#addsWrongly",
+        "demo.CalcTest#dividesByZero",
+        "demo.CalcTest#addsZero",
+        "demo.CalcTest#noSuchMethod",
+        "demo.NoSuchTest#adds",
+    ]
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120)
+    assert [result.test for result in run.results] == tests
+    assert _outcomes(run.results) == {
+        "demo.CalcTest#adds": Outcome.PASS,
+        "demo.CalcTest#addsWrongly": Outcome.FAIL,
+        "demo.CalcTest#dividesByZero": Outcome.ERROR,
+        "demo.CalcTest#addsZero": Outcome.PASS,  # parameterized: three invocations, one result
+        "demo.CalcTest#noSuchMethod": Outcome.ABSENT,
+        "demo.NoSuchTest#adds": Outcome.ABSENT,
+    }
+    messages = {result.test: result.message for result in run.results}
+    assert "two and three" in messages["demo.CalcTest#addsWrongly"]
+    assert "/ by zero" in messages["demo.CalcTest#dividesByZero"]
+    assert not list((jupiter.root / ".coevo/runs").iterdir()), "run folders are removed"
+
+
+@pytest.mark.maven
+@needs_maven
+def test_junit4_runs_through_the_vintage_engine(junit4: Built) -> None:
+    assert junit4.spec.language_version == "8"
+    tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#dividesByZero"]
+    run = TOOL.run_tests(junit4.box, junit4.spec, [*tests, "demo.AddZeroTest#addsZero"], timeout=120)
+    assert _outcomes(run.results) == {
+        "demo.CalcTest#adds": Outcome.PASS,
+        "demo.CalcTest#addsWrongly": Outcome.FAIL,
+        "demo.CalcTest#dividesByZero": Outcome.ERROR,
+        "demo.AddZeroTest#addsZero": Outcome.PASS,  # Parameterized runner: addsZero[0], addsZero[1]
+    }
+
+
+@pytest.mark.maven
+@needs_maven
+def test_junit6_projects_get_the_junit6_launcher(tmp_path: Path) -> None:
+    built = _built_ok(_build(projects.junit6_project(tmp_path)))
+    tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#addsZero"]
+    run = TOOL.run_tests(built.box, built.spec, tests, timeout=120)
+    assert _outcomes(run.results) == {
+        "demo.CalcTest#adds": Outcome.PASS,
+        "demo.CalcTest#addsWrongly": Outcome.FAIL,
+        "demo.CalcTest#addsZero": Outcome.PASS,
+    }
+    from runners.maven import _console_tool
+
+    assert _console_tool((tmp_path / classpath_file("")).read_text().splitlines()) == "junit-console-6"
+
+
+@pytest.mark.maven
+@needs_maven
+def test_multi_module_tests_run_in_their_module_against_sibling_classes(multi: Built) -> None:
+    assert multi.spec.modules == ("", "core", "app")
+    app_classpath = (multi.root / classpath_file("app")).read_text().splitlines()
+    assert str(multi.root / "core/target/classes") in app_classpath
+    tests = ["demo.CalcTest#adds", "demo.app.AppTest#usesCore"]
+    run = TOOL.run_tests(multi.box, multi.spec, tests, timeout=120, coverage=True)
+    assert _outcomes(run.results) == {
+        "demo.CalcTest#adds": Outcome.PASS,
+        "demo.app.AppTest#usesCore": Outcome.PASS,
+    }
+    calc = "core/src/main/java/demo/Calc.java"
+    assert run.coverage["demo.app.AppTest#usesCore"].lines == {calc: projects.CALC_ADD_LINES}
+    assert run.coverage["demo.CalcTest#adds"].lines == {calc: projects.CALC_ADD_LINES}
+
+
+@pytest.mark.maven
+@needs_maven
+def test_coverage_is_per_test_and_exact(jupiter: Built) -> None:
+    tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#noSuchMethod"]
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120, coverage=True)
+    assert _outcomes(run.results)["demo.CalcTest#addsWrongly"] == Outcome.FAIL
+    calc = "src/main/java/demo/Calc.java"
+    assert run.coverage["demo.CalcTest#adds"].lines == {calc: projects.CALC_ADD_LINES}
+    assert run.coverage["demo.CalcTest#addsWrongly"].lines == {calc: projects.CALC_ADD_LINES}
+    assert run.coverage["demo.CalcTest#noSuchMethod"].lines == {}
+
+
+@pytest.mark.maven
+@needs_maven
+def test_a_hanging_test_times_out_and_leaves_no_java_behind(jupiter: Built) -> None:
+    started = time.monotonic()
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, ["demo.Slowness#sleeps"], timeout=5)
+    assert time.monotonic() - started < 60
+    assert _outcomes(run.results) == {"demo.Slowness#sleeps": Outcome.TIMEOUT}
+    assert run.log is not None and run.log.timed_out
+    time.sleep(0.5)
+    assert not _processes_mentioning(str(jupiter.root)), "a launcher survived the timeout"
+
+
+@pytest.mark.maven
+@needs_maven
+def test_old_test_file_calling_a_removed_method_is_a_compile_error(jupiter: Built) -> None:
+    jupiter.box.write_file("old-tests/demo/CalcTest.java", projects.OLD_TEST_CALLING_REMOVED_METHOD.encode())
+    result = TOOL.compile_test_file(
+        jupiter.box, jupiter.spec, "old-tests/demo/CalcTest.java", output_dir=".coevo/cross-removed"
+    )
+    assert not result.ok
+    assert result.message.startswith("old-tests/demo/CalcTest.java:10: cannot find symbol"), result.message
+    assert "plus(int,int)" in result.message
+    assert "\n" not in result.message
+
+
+@pytest.mark.maven
+@needs_maven
+def test_old_test_file_compiled_against_new_code_runs_first_on_the_classpath(jupiter: Built) -> None:
+    jupiter.box.write_file(
+        "old-tests2/demo/CalcTest.java", projects.OLD_TEST_EXPECTING_OTHER_BEHAVIOUR.encode()
+    )
+    result = TOOL.compile_test_file(jupiter.box, jupiter.spec, "old-tests2/demo/CalcTest.java")
+    assert result.ok, result.message
+    assert (jupiter.root / CROSS_CLASSES_DIR / "demo/CalcTest.class").is_file()
+    tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"]
+    crossed = TOOL.run_tests(
+        jupiter.box, jupiter.spec, tests, timeout=120, extra_classpath=[CROSS_CLASSES_DIR]
+    )
+    # The old file's CalcTest replaces the revision's: its adds() expects 23, and it has no addsWrongly().
+    assert _outcomes(crossed.results) == {
+        "demo.CalcTest#adds": Outcome.FAIL,
+        "demo.CalcTest#addsWrongly": Outcome.ABSENT,
+    }
+    own = TOOL.run_tests(jupiter.box, jupiter.spec, ["demo.CalcTest#adds"], timeout=120)
+    assert _outcomes(own.results) == {"demo.CalcTest#adds": Outcome.PASS}
+
+
+@pytest.mark.maven
+@needs_maven
+def test_compiling_a_missing_file_says_so(jupiter: Built) -> None:
+    result = TOOL.compile_test_file(jupiter.box, jupiter.spec, "nowhere/FooTest.java")
+    assert not result.ok and result.message == "nowhere/FooTest.java: no such file in the worktree"
+
+
+@pytest.mark.maven
+@needs_maven
+def test_code_that_does_not_compile_fails_the_build_with_file_and_line(tmp_path: Path) -> None:
+    built = _build(projects.broken_project(tmp_path))
+    assert not built.result.ok
+    assert built.result.message.startswith("src/main/java/demo/Calc.java:5: cannot find symbol"), (
+        built.result.message
+    )
+    assert "plus(int,int)" in built.result.message
+    assert "\n" not in built.result.message
+    with pytest.raises(NotBuilt, match="build the worktree first"):
+        TOOL.run_tests(built.box, built.spec, ["demo.CalcTest#adds"], timeout=60, module="")
+
+
+@pytest.mark.maven
+@needs_maven
+def test_an_unknown_plugin_fails_the_build_with_a_clear_message(tmp_path: Path) -> None:
+    built = _build(projects.unknown_plugin_project(tmp_path))
+    assert not built.result.ok
+    message = built.result.message
+    assert "org.coevo.nowhere:no-such-maven-plugin:9.9.9" in message and "could not be resolved" in message, (
+        message
+    )
+    assert "\n" not in message and "[Help" not in message
+
+
+# --- plans and parsers (no Maven) -----------------------------------------------------------------
+
+
+def test_build_command_uses_a_recent_wrapper_and_the_shared_repository() -> None:
+    spec = EnvSpec(language="java", language_version="17", build_tool="maven-wrapper")
+    recent = b"distributionUrl=https://repo.maven.apache.org/maven2/org/apache/maven/apache-maven/3.9.6/x.zip"
+    command = build_command(spec, "/cache/m2", ["-DjdkVersion=1.8"], wrapper_properties=recent)
+    assert command[:2] == ["sh", "mvnw"]
+    assert "-Dmaven.repo.local=/cache/m2" in command and "-DskipTests" in command
+    assert command.index("-DjdkVersion=1.8") < command.index("test-compile")
+    goals = [arg for arg in command if arg == "test-compile" or arg.endswith(":build-classpath")]
+    assert goals == ["test-compile", "org.apache.maven.plugins:maven-dependency-plugin:3.3.0:build-classpath"]
+    old = recent.replace(b"3.9.6", b"3.1.1")
+    assert build_command(spec, "/m2", wrapper_properties=old)[0] == "mvn"  # it fetches Central over http
+    assert build_command(spec, "/m2")[0] == "mvn"  # no wrapper properties: mvnw cannot work
+    plain = EnvSpec(language="java", language_version="17", build_tool="maven")
+    assert build_command(plain, "/m2", wrapper_properties=recent)[0] == "mvn"
+
+
+def test_the_launcher_replaces_the_projects_junit_but_not_its_classes() -> None:
+    from runners.maven import _console_tool, _launch_classpath
+
+    m2 = "/m2/repository"
+    classpath = [
+        "/w/junit/junit/target/test-classes",  # the worktree of junit itself: kept, whatever its path
+        "/w/junit/junit/target/classes",
+        f"{m2}/org/junit/jupiter/junit-jupiter-api/5.10.3/junit-jupiter-api-5.10.3.jar",
+        f"{m2}/org/junit/platform/junit-platform-engine/1.10.3/junit-platform-engine-1.10.3.jar",
+        f"{m2}/junit/junit/4.12/junit-4.12.jar",
+        f"{m2}/org/hamcrest/hamcrest/2.2/hamcrest-2.2.jar",
+        f"{m2}/org/opentest4j/opentest4j/1.3.0/opentest4j-1.3.0.jar",
+        f"{m2}/org/junit-pioneer/junit-pioneer/2.2.0/junit-pioneer-2.2.0.jar",
+    ]
+    assert _launch_classpath(classpath, "/w/junit/junit", "/tools/console.jar") == [
+        "/w/junit/junit/target/test-classes",
+        "/w/junit/junit/target/classes",
+        f"{m2}/org/hamcrest/hamcrest/2.2/hamcrest-2.2.jar",
+        f"{m2}/org/junit-pioneer/junit-pioneer/2.2.0/junit-pioneer-2.2.0.jar",
+        "/tools/console.jar",
+    ]
+    assert _console_tool(classpath) == "junit-console"
+    junit6 = f"{m2}/org/junit/jupiter/junit-jupiter-api/6.0.3/junit-jupiter-api-6.0.3.jar"
+    assert _console_tool([*classpath, junit6]) == "junit-console-6"
+
+
+def test_nested_class_ids_are_tried_as_binary_names() -> None:
+    from runners.maven import _binary_names
+
+    assert list(_binary_names("a.b.Outer.Inner")) == ["a.b.Outer.Inner", "a.b.Outer$Inner"]
+    assert list(_binary_names("a.b.CalcTest")) == ["a.b.CalcTest"]
+
+
+def test_maven_errors_become_one_line() -> None:
+    from runners.maven import _maven_error
+
+    compile_output = (
+        "\x1b[0m[ERROR] COMPILATION ERROR : \n"
+        "[ERROR] /work/tree/src/main/java/a/B.java:[12,9] cannot find symbol\n"
+        "  symbol:   method nope()\n"
+        "  location: class a.B\n"
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.13.0:compile "
+        "(default-compile) on project b: Compilation failure\n"
+    )
+    log = ExecResult(1, compile_output, "", 1.0)
+    assert _maven_error(log, "/work/tree") == "src/main/java/a/B.java:12: cannot find symbol (method nope())"
+    resolution = (
+        "[ERROR] Failed to execute goal on project b: Could not resolve dependencies for project a:b:jar:1: "
+        "Could not find artifact x:y:jar:1 in central (https://repo.maven.apache.org/maven2) -> [Help 1]\n"
+        "[ERROR] \n[ERROR] To see the full stack trace of the errors, re-run Maven with the -e switch.\n"
+        "[ERROR] Re-run Maven using the -X switch to enable full debug logging.\n"
+    )
+    message = _maven_error(ExecResult(1, resolution, "", 1.0), "/work/tree")
+    assert message.startswith("Failed to execute goal on project b: Could not resolve dependencies")
+    assert message.endswith("(https://repo.maven.apache.org/maven2)")
+    assert _maven_error(ExecResult(1, "", "", 1.0), "/w") == "exit code 1"
+
+
+def test_choose_jdk_takes_the_oldest_that_still_compiles_the_release() -> None:
+    jdk8, jdk17, jdk25 = Jdk(Path("/j/8"), 8), Jdk(Path("/j/17"), 17), Jdk(Path("/j/25"), 25)
+    installed = [jdk25, jdk17]
+    assert choose_jdk("17", installed) == jdk17
+    assert choose_jdk("1.8", installed) == jdk17
+    assert choose_jdk("7", installed) == jdk17  # javac 17 still has --release 7; 25 does not
+    assert choose_jdk("21", installed) == jdk25
+    assert choose_jdk("1.5", [jdk8, *installed]) == jdk8
+    with pytest.raises(NoSuitableJdk, match="no installed JDK compiles Java 6"):
+        choose_jdk("6", installed)
+    with pytest.raises(NoSuitableJdk, match="no installed JDK compiles Java 26"):
+        choose_jdk("26", installed)
+    with pytest.raises(NoSuitableJdk, match="not a Java release"):
+        choose_jdk("seventeen", installed)
+
+
+def test_find_jdks_reads_release_files_once_per_home(tmp_path: Path) -> None:
+    for name, version in (("jdk-21", '"21.0.2"'), ("jdk8", '"1.8.0_402"'), ("jre-11", '"11.0.1"')):
+        home = tmp_path / name
+        (home / "bin").mkdir(parents=True)
+        (home / "release").write_text(f'IMPLEMENTOR="x"\nJAVA_VERSION={version}\n')
+        if not name.startswith("jre"):
+            (home / "bin" / "javac").write_text("")
+    (tmp_path / "alias").symlink_to(tmp_path / "jdk-21")
+    found = find_jdks(
+        [tmp_path / "jdk-21", tmp_path / "alias", tmp_path / "jdk8", tmp_path / "jre-11", tmp_path]
+    )
+    assert [(jdk.home.name, jdk.feature) for jdk in found] == [("jdk8", 8), ("jdk-21", 21)]
+
+
+# --- tool jars ------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def maven_repo(tmp_path: Path) -> Iterator[tuple[str, bytes]]:
+    """A loopback HTTP server holding one artifact and its checksum: (base URL, jar bytes)."""
+    jar = b"PK\x03\x04 not really a jar"
+    folder = tmp_path / "repo/org/junit/platform/junit-platform-console-standalone/1.14.4"
+    folder.mkdir(parents=True)
+    name = "junit-platform-console-standalone-1.14.4.jar"
+    (folder / name).write_bytes(jar)
+    (folder / f"{name}.sha1").write_text(hashlib.sha1(jar).hexdigest() + "  " + name + "\n")
+    handler = _quiet_handler(tmp_path / "repo")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}", jar
+    server.shutdown()
+    server.server_close()
+
+
+def test_tool_jar_downloads_once_and_checks_the_sha1(tmp_path: Path, maven_repo: tuple[str, bytes]) -> None:
+    url, jar = maven_repo
+    cache = tmp_path / "cache"
+    path = tool_jar("junit-console", cache=cache, repository=url)
+    assert path.read_bytes() == jar and path.parent == cache
+    assert oct(path.stat().st_mode & 0o777) == "0o644"
+    assert [p.name for p in cache.iterdir()] == [path.name], "no temporary file is left"
+    assert tool_jar("junit-console", cache=cache, repository="http://127.0.0.1:9") == path  # cached
+
+
+def test_tool_jar_refuses_a_corrupt_download(tmp_path: Path, maven_repo: tuple[str, bytes]) -> None:
+    url, _ = maven_repo
+    jar = next((tmp_path / "repo").rglob("*.jar"))
+    jar.write_bytes(b"tampered")
+    cache = tmp_path / "cache"
+    with pytest.raises(ToolDownloadFailed, match="does not match its published SHA-1"):
+        tool_jar("junit-console", cache=cache, repository=url)
+    assert list(cache.iterdir()) == []
+    with pytest.raises(ToolDownloadFailed, match="HTTP 404"):
+        tool_jar("jacoco-cli", cache=cache, repository=url)
+    with pytest.raises(UnknownTool, match="no tool 'pit'"):
+        tool_jar("pit", cache=cache)
+
+
+def test_tool_artifact_paths() -> None:
+    agent = ToolArtifact("org.jacoco", "org.jacoco.agent", "0.8.14", "runtime")
+    assert agent.repository_path == "org/jacoco/org.jacoco.agent/0.8.14/org.jacoco.agent-0.8.14-runtime.jar"
+
+
+def _quiet_handler(root: Path) -> type[http.server.SimpleHTTPRequestHandler]:
+    class Handler(http.server.SimpleHTTPRequestHandler):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, directory=str(root), **kwargs)  # type: ignore[arg-type]
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    return Handler
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            found.append(int(entry.name))
+    return found
