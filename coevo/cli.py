@@ -34,7 +34,7 @@ from tasks import (
 )
 
 from . import __version__
-from .pipeline import environment_of, run_pipeline
+from .pipeline import EnvironmentRun, build_and_test, environment_of, run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload.
 out = Console(width=None if sys.stdout.isatty() else 10_000)
@@ -284,6 +284,96 @@ def env_show(target: str, language: str, as_json: bool) -> None:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
         out.print(f"found      {note}", highlight=False)
+
+
+_BACKEND = click.option(
+    "--backend",
+    type=click.Choice(["auto", "docker", "local"]),
+    default="auto",
+    show_default=True,
+    help="Where to build and run: a Docker container, the host, or Docker when a daemon answers.",
+)
+_LANGUAGE = click.option(
+    "--language",
+    type=click.Choice(["auto", "java", "python"]),
+    default="auto",
+    show_default=True,
+    help="The repository's language; auto detects it from the files.",
+)
+
+
+@env.command("build")
+@click.argument("target", metavar="REPO[@REV]")
+@_BACKEND
+@_LANGUAGE
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def env_build(target: str, backend: str, language: str, as_json: bool) -> None:
+    """Build a revision's environment (image, dependencies, compiled code).
+
+    Example: coevo env build ./my-repo@v1.2.0 --backend docker
+    """
+    _print_environment_run(build_and_test(target, language=language, backend=backend), as_json)
+
+
+@env.command("test")
+@click.argument("target", metavar="REPO[@REV]")
+@click.argument("tests", nargs=-1, required=True, metavar="TEST...")
+@_BACKEND
+@_LANGUAGE
+@click.option("--coverage", is_flag=True, help="Also measure the lines each test covers.")
+@click.option(
+    "--timeout", type=float, default=1800, show_default=True, help="Seconds for the build and for the tests."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def env_test(
+    target: str,
+    tests: tuple[str, ...],
+    backend: str,
+    language: str,
+    coverage: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Build a revision and run tests in it: pkg.Class#method (Java) or pytest node ids.
+
+    Example: coevo env test ./my-repo@HEAD demo.CalcTest#adds
+    """
+    run = build_and_test(target, tests, language, backend, coverage, timeout)
+    _print_environment_run(run, as_json)
+
+
+def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(run), indent=2, default=_jsonable))
+    else:
+        image = f" (image {run.image}, {'cached' if run.image_cached else 'built'})" if run.image else ""
+        out.print(f"revision   {run.revision}", highlight=False)
+        out.print(f"backend    {run.backend}{image}", highlight=False)
+        out.print(f"build      {'ok' if run.build.ok else 'FAILED: ' + run.build.message}", highlight=False)
+        for result in run.tests.results if run.tests else ():
+            detail = f"  {result.message.splitlines()[0]}" if result.message else ""
+            out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)
+            if run.tests and result.test in run.tests.coverage:
+                for path, lines in sorted(run.tests.coverage[result.test].lines.items()):
+                    out.print(f"{'':14} covers {path}: {_ranges(lines)}", highlight=False)
+    if not run.build.ok:
+        raise SystemExit(1)
+
+
+def _ranges(lines: frozenset[int]) -> str:
+    spans: list[str] = []
+    for line in sorted(lines):
+        if spans and line == int(spans[-1].split("-")[-1]) + 1:
+            spans[-1] = f"{spans[-1].split('-')[0]}-{line}"
+        else:
+            spans.append(str(line))
+    return ", ".join(spans)
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, frozenset | set):
+        return sorted(value)
+    return str(value)
 
 
 @contextmanager

@@ -5,13 +5,18 @@ Today it mines; curation, export and the site join it as they are built.
 
 from __future__ import annotations
 
+import dataclasses
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
-from runners import EnvSpec, GitTree, detect_env
+from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env
+from runners.environment import prepare_environment
+from runners.worktree import export_revision
 from tasks import CoevoError, MiningRun, Store
 
 
@@ -71,3 +76,47 @@ def environment_of(target: str, language: str = "auto") -> tuple[str, EnvSpec]:
     if language == "auto":
         language = detect_language(path, sha)
     return sha, detect_env(GitTree(path, sha), language)
+
+
+@dataclass(frozen=True)
+class EnvironmentRun:
+    """What `coevo env build` / `coevo env test` did for one revision."""
+
+    revision: str
+    spec: EnvSpec
+    backend: str
+    image: str | None
+    image_cached: bool
+    build: BuildResult
+    tests: TestRun | None = None
+
+
+def build_and_test(
+    target: str,
+    tests: Sequence[str] = (),
+    language: str = "auto",
+    backend: str = "auto",
+    coverage: bool = False,
+    timeout: float = 1800,
+) -> EnvironmentRun:
+    """Builds ``REPO@REV`` in a scratch worktree and runs ``tests`` in it (network off for tests)."""
+    location, _ = split_revision(target)
+    sha, spec = environment_of(target, language)
+    environment, cached = prepare_environment(spec, backend)
+    image = environment.image.tag if environment.image else None
+    with tempfile.TemporaryDirectory(prefix="coevo-worktree-") as tmp:
+        worktree = export_revision(local_checkout(location), sha, Path(tmp) / "work")
+        builder = environment.sandbox(worktree, network=True)
+        try:
+            built = environment.tool.build(builder, spec, timeout)
+        finally:
+            builder.close()
+        run = EnvironmentRun(sha, spec, environment.backend, image, cached, built)
+        if not built.ok or not tests:
+            return run
+        runner = environment.sandbox(worktree)
+        try:
+            results = environment.tool.run_tests(runner, spec, tests, timeout, coverage=coverage)
+        finally:
+            runner.close()
+    return dataclasses.replace(run, tests=results)

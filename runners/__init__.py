@@ -9,6 +9,8 @@ from .buildtools import (
     build_tool,
     get_build_tool,
 )
+from .docker_sandbox import DockerSandbox, DockerUnavailable, docker_client, remove_leftovers
+from .environment import BACKENDS, BackendUnsupported, Environment, prepare_environment, resolve_backend
 from .envspec import (
     BrokenBuildFile,
     EnvSpec,
@@ -18,28 +20,67 @@ from .envspec import (
     TreeReader,
     detect_env,
 )
+from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
+from .jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
+from .pytest_tool import PytestTool
 from .results import Outcome, TestResult, parse_junit_xml
 from .sandbox import ExecResult, LocalSandbox, Sandbox
+from .tools import ToolDownloadFailed, UnknownTool, tool_jar
+from .venvs import NoPython, VenvBuildFailed, find_python, venv_for
+from .worktree import WorktreeFailed, export_revision
 
 __all__ = [
+    "BACKENDS",
+    "CROSS_CLASSES_DIR",
+    "BackendUnsupported",
     "BrokenBuildFile",
     "BuildResult",
     "BuildTool",
     "Coverage",
+    "DockerSandbox",
+    "DockerUnavailable",
     "EnvSpec",
+    "Environment",
     "ExecResult",
     "FolderTree",
     "GitTree",
+    "ImageBuildFailed",
+    "ImagePlan",
+    "Jdk",
+    "LauncherFailed",
     "LocalSandbox",
+    "MavenTool",
     "NoBuildFound",
+    "NoPython",
+    "NoSuitableJdk",
+    "NotBuilt",
     "Outcome",
+    "PytestTool",
     "Sandbox",
     "TestResult",
     "TestRun",
+    "ToolDownloadFailed",
     "TreeReader",
     "UnknownBuildTool",
+    "UnknownTool",
+    "VenvBuildFailed",
+    "WorktreeFailed",
+    "base_image_plan",
+    "build_image",
     "build_tool",
+    "choose_jdk",
     "detect_env",
+    "docker_client",
+    "export_revision",
+    "find_jdks",
+    "find_python",
     "get_build_tool",
+    "host_ca_bundle",
     "parse_junit_xml",
+    "prepare_environment",
+    "remove_leftovers",
+    "resolve_backend",
+    "tool_jar",
+    "venv_for",
 ]

@@ -90,11 +90,4 @@ def get_build_tool(name: str) -> BuildTool:
 
 
 def _load_builtin_tools() -> None:
-    import importlib
-
-    for module in ("maven", "pytest_tool"):
-        try:
-            importlib.import_module(f"{__package__}.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.{module}":
-                raise
+    from . import maven, pytest_tool  # noqa: F401  (register on import)

@@ -45,6 +45,8 @@ class ImagePlan:
     """What to build: the Dockerfile, the files beside it, and the tag that names the result."""
 
     tag: str
+    key: str
+    """What the image provides: ``java17``, ``python3.11``."""
     dockerfile: str
     context: tuple[tuple[str, Path], ...]
     """(name in the build context, file on the host)."""
@@ -99,7 +101,9 @@ def base_image_plan(
     digest = hashlib.sha256(dockerfile.encode())
     for name, path in context:
         digest.update(name.encode() + b"\0" + _file_digest(path))
-    return ImagePlan(f"coevo-base:{key}-{digest.hexdigest()[:12]}", dockerfile, tuple(context), tuple(notes))
+    return ImagePlan(
+        f"coevo-base:{key}-{digest.hexdigest()[:12]}", key, dockerfile, tuple(context), tuple(notes)
+    )
 
 
 def build_image(client: Any, plan: ImagePlan) -> bool:

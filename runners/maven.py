@@ -71,7 +71,7 @@ _JAVAC_ERROR = re.compile(r"^(?P<path>\S.*?\.java):(?P<line>\d+): error: (?P<tex
 _SYMBOL = re.compile(r"^\s+symbol:\s+(?P<symbol>.+)$")
 _MAVEN_NOISE = re.compile(
     r"^(COMPILATION ERROR\s*:?|-> \[Help \d+\]|To see the full stack trace|Re-run Maven"
-    r"|For more information about the errors|\[Help \d+\]|After correcting the problems"
+    r"|For more information about the errors|\[Help \d+\].*|After correcting the problems"
     r"|\s*mvn <args>|Failed to execute goal.*: Compilation failure.*|\s*)$"
 )
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
@@ -616,7 +616,7 @@ def _maven_error(log: ExecResult, workdir: str) -> str:
             )
     meaningful = [text for text in errors if text is not None and not _MAVEN_NOISE.match(text)]
     summary = next((text for text in meaningful if "-> [Help" in text), None)
-    chosen = summary or (meaningful[-1] if meaningful else _last_line(log))
+    chosen = summary or (meaningful[0] if meaningful else _last_line(log))
     return _shorten(re.sub(r"\s*-> \[Help \d+\]$", "", chosen))
 
 

@@ -343,6 +343,19 @@ def test_maven_errors_become_one_line() -> None:
     assert message.startswith("Failed to execute goal on project b: Could not resolve dependencies")
     assert message.endswith("(https://repo.maven.apache.org/maven2)")
     assert _maven_error(ExecResult(1, "", "", 1.0), "/w") == "exit code 1"
+    # An old compiler plugin ignores maven.compiler.release and asks a new JDK for Java 5.
+    old_plugin = (
+        "[ERROR] COMPILATION ERROR : \n"
+        "[ERROR] Source option 5 is no longer supported. Use 7 or later.\n"
+        "[ERROR] Target option 5 is no longer supported. Use 7 or later.\n"
+        "[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.1:compile "
+        "(default-compile) on project calc: Compilation failure: Compilation failure: \n"
+        "[ERROR] -> [Help 1]\n"
+        "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n"
+    )
+    assert _maven_error(ExecResult(1, old_plugin, "", 1.0), "/w") == (
+        "Source option 5 is no longer supported. Use 7 or later."
+    )
 
 
 def test_choose_jdk_takes_the_oldest_that_still_compiles_the_release() -> None:
