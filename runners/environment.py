@@ -61,6 +61,12 @@ def resolve_backend(backend: str) -> str:
     return "docker"
 
 
+def image_plan(spec: EnvSpec) -> ImagePlan:
+    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tool jars."""
+    jars = [tool_jar(name) for name in TOOLS] if spec.language == "java" else []
+    return base_image_plan(spec, ca_bundle=host_ca_bundle(), tool_jars={path.name: path for path in jars})
+
+
 def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environment, bool]:
     """The environment for ``spec``, its image built (Docker), and whether that image was cached."""
     backend = resolve_backend(backend)
@@ -69,9 +75,7 @@ def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environme
     if spec.language != "java":
         raise BackendUnsupported(f"{spec.language} environments run on the host for now; use --backend local")
     jars = {name: tool_jar(name) for name in TOOLS}
-    plan = base_image_plan(
-        spec, ca_bundle=host_ca_bundle(), tool_jars={path.name: path for path in jars.values()}
-    )
+    plan = image_plan(spec)
     cached = build_image(docker_client(), plan)
     jdk_feature = int(plan.key.removeprefix("java"))
     tool = MavenTool(
