@@ -94,3 +94,21 @@ def test_leftover_sandboxes_are_removed(python_image: str, tmp_path: Path) -> No
     box.exec(["true"], timeout=30)  # starts the container, then "the run is killed"
     assert remove_leftovers(client) == 1
     assert client.containers.list(all=True, filters={"label": LABEL}) == []
+
+
+@pytest.mark.docker
+def test_a_container_killed_mid_run_is_a_recorded_failure(python_image: str, tmp_path: Path) -> None:
+    import threading
+
+    client = docker_client()
+    box = DockerSandbox(client, python_image, tmp_path)
+    try:
+        box.exec(["true"], timeout=30)
+        killer = threading.Timer(2.0, lambda: client.containers.list(filters={"label": LABEL})[0].kill())
+        killer.start()
+        result = box.exec(["sleep", "120"], timeout=300)
+        killer.join()
+        assert not result.ok and result.exit_code is None and not result.timed_out
+    finally:
+        box.close()
+    assert client.containers.list(all=True, filters={"label": LABEL}) == []
