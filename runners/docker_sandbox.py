@@ -67,8 +67,9 @@ class DockerSandbox:
         memory: str = "4g",
         pids: int = 1024,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
+        workdir: str = WORKDIR,
     ) -> None:
-        self.workdir = WORKDIR
+        self.workdir = workdir
         self._client = client
         self._image = image
         self._worktree = worktree
@@ -83,13 +84,13 @@ class DockerSandbox:
 
     def _started(self) -> Any:
         if self._container is None:
-            volumes = {str(self._worktree): {"bind": WORKDIR, "mode": "rw"}}
+            volumes = {str(self._worktree): {"bind": self.workdir, "mode": "rw"}}
             volumes |= {str(host): {"bind": inside, "mode": "rw"} for host, inside in self._mounts.items()}
             self._container = self._client.containers.run(
                 self._image,
                 command=["sleep", "infinity"],
                 detach=True,
-                working_dir=WORKDIR,
+                working_dir=self.workdir,
                 environment=self._env,
                 volumes=volumes,
                 network_mode="bridge" if self._network else "none",
@@ -117,7 +118,7 @@ class DockerSandbox:
         exec_id = api.exec_create(
             container.id,
             command,
-            workdir=cwd or WORKDIR,
+            workdir=cwd or self.workdir,
             environment=dict(env or {}),
             stdout=True,
             stderr=True,
@@ -174,7 +175,7 @@ class DockerSandbox:
         self.close()
 
     def describe(self) -> str:
-        return f"docker {self._image} over {self._worktree} ({shlex.quote(WORKDIR)})"
+        return f"docker {self._image} over {self._worktree} ({shlex.quote(self.workdir)})"
 
 
 def _text(buffer: bytearray) -> str:

@@ -1,8 +1,9 @@
 """An environment for a revision: a sandbox of the chosen backend and the build tool set up for it.
 
 ``local`` runs on the host (JDK chosen to fit, a venv per environment hash);
-``docker`` runs in the spec's base image with the Maven repository mounted as a
-shared cache; ``auto`` is Docker when a daemon answers.
+``docker`` runs in the spec's base image with the Maven repository (Java) or the
+venvs (Python, mounted at their host paths) as shared caches; ``auto`` is Docker
+when a daemon answers.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from pathlib import Path
 from tasks import CoevoError
 
 from .buildtools import BuildTool, get_build_tool
-from .docker_sandbox import DockerSandbox, DockerUnavailable, docker_client
+from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, docker_client
 from .envspec import EnvSpec
 from .images import ImagePlan, base_image_plan, build_image, host_ca_bundle
 from .jdk import Jdk
 from .maven import MavenTool, maven_repository
+from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
+from .venvs import FoundPython, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
 _IMAGE_TOOLS = "/opt/coevo/tools"
@@ -38,15 +41,24 @@ class Environment:
     spec: EnvSpec
     tool: BuildTool
     image: ImagePlan | None = None
+    mounts: tuple[tuple[Path, str], ...] = ()
+    """Host folders the container sees (the Maven repository, the venvs)."""
+    same_paths: bool = False
+    """Mount the worktree at its host path: tools that share files by path (pytest's venvs) need it."""
 
     def sandbox(self, worktree: Path, network: bool = False) -> Sandbox:
         """A sandbox over ``worktree``; the network is off unless asked (builds that download)."""
         if self.image is None:
             return LocalSandbox(worktree)
-        m2 = Path(maven_repository())
-        m2.mkdir(parents=True, exist_ok=True)
+        for host, _ in self.mounts:
+            host.mkdir(parents=True, exist_ok=True)
         return DockerSandbox(
-            docker_client(), self.image.tag, worktree, mounts={m2: _IMAGE_M2}, network=network
+            docker_client(),
+            self.image.tag,
+            worktree,
+            mounts=dict(self.mounts),
+            network=network,
+            workdir=str(worktree) if self.same_paths else WORKDIR,
         )
 
 
@@ -72,17 +84,25 @@ def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environme
     backend = resolve_backend(backend)
     if backend == "local":
         return Environment("local", spec, get_build_tool(spec.build_tool)), True
-    if spec.language != "java":
-        raise BackendUnsupported(f"{spec.language} environments run on the host for now; use --backend local")
-    jars = {name: tool_jar(name) for name in TOOLS}
+    if spec.language not in ("java", "python"):
+        raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
     plan = image_plan(spec)
     cached = build_image(docker_client(), plan)
+    if spec.language == "python":
+        # Venvs live on the host, mounted at the same path, keyed by the container's interpreter.
+        python = plan.key.removeprefix("python")
+        interpreter = FoundPython(Path(f"/usr/bin/python{python}"), f"{python} in {plan.tag}")
+        venvs = venvs_root()
+        tool = PytestTool(python=interpreter, scratch_root=venvs / "scratch")
+        return Environment("docker", spec, tool, plan, ((venvs, str(venvs)),), same_paths=True), cached
+    jars = {name: tool_jar(name) for name in TOOLS}
     jdk_feature = int(plan.key.removeprefix("java"))
-    tool = MavenTool(
+    maven = MavenTool(
         maven_repo=_IMAGE_M2,
         tool_path=lambda name: f"{_IMAGE_TOOLS}/{jars[name].name}",
         jdk=lambda release: Jdk(
             home=Path(f"/usr/lib/jvm/java-{jdk_feature}-openjdk-amd64"), feature=jdk_feature
         ),
     )
-    return Environment("docker", spec, tool, plan), cached
+    m2 = ((Path(maven_repository()), _IMAGE_M2),)
+    return Environment("docker", spec, maven, plan, m2), cached

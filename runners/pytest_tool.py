@@ -27,7 +27,15 @@ from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .results import Outcome, TestResult
 from .sandbox import ExecResult, Sandbox
-from .venvs import NoPython, VenvBuildFailed, import_paths, venv_for, venv_note, venv_python
+from .venvs import (
+    FoundPython,
+    NoPython,
+    VenvBuildFailed,
+    import_paths,
+    venv_for,
+    venv_note,
+    venv_python,
+)
 
 _PLUGIN = "_coevo_pytest"
 _MESSAGE_LIMIT = 4000
@@ -144,6 +152,12 @@ class PytestTool:
 
     name = "pip"
 
+    def __init__(self, python: FoundPython | None = None, scratch_root: Path | None = None) -> None:
+        """``python``: the interpreter as the sandbox sees it (default: the host's); ``scratch_root``:
+        where per-run files go, a folder the sandbox shares with the host (default: the temp dir)."""
+        self._python = python
+        self._scratch_root = scratch_root
+
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Ensures the venv, then collects the tests to prove the project imports.
 
@@ -153,7 +167,7 @@ class PytestTool:
         deadline = time.monotonic() + timeout
         worktree = Path(sandbox.workdir)
         try:
-            venv = venv_for(spec, worktree, sandbox, timeout)
+            venv = venv_for(spec, worktree, sandbox, timeout, self._python)
         except VenvBuildFailed as exc:
             return BuildResult(ok=False, message=str(exc), log=exc.log)
         except NoPython as exc:
@@ -175,14 +189,16 @@ class PytestTool:
         worktree = Path(sandbox.workdir)
         requested = list(dict.fromkeys(tests))
         try:
-            venv = venv_for(spec, worktree, sandbox, timeout)
+            venv = venv_for(spec, worktree, sandbox, timeout, self._python)
         except (VenvBuildFailed, NoPython) as exc:
             log = exc.log if isinstance(exc, VenvBuildFailed) else None
             return TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log)
         files = list(dict.fromkeys(f for f in map(_file_of, requested) if _is_file_in(worktree, f)))
         if not files:
             return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested))
-        with tempfile.TemporaryDirectory(prefix="coevo-pytest-") as scratch_name:
+        if self._scratch_root is not None:
+            self._scratch_root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix="coevo-pytest-", dir=self._scratch_root) as scratch_name:
             scratch = Path(scratch_name)
             (scratch / f"{_PLUGIN}.py").write_text(_PLUGIN_SOURCE)
             (scratch / "select.json").write_text(json.dumps(requested))

@@ -277,14 +277,16 @@ def venv_for(
     worktree: Path,
     sandbox: Sandbox | None = None,
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    python: FoundPython | None = None,
 ) -> Path:
     """The venv for ``spec``, built on first use (``pip install`` of each ``spec.install``).
 
     Installs run through ``sandbox`` (default: a LocalSandbox over ``worktree``) in a scratch
     copy of the worktree; a lock file keeps two processes from building the same venv. Raises
-    :class:`VenvBuildFailed` with pip's first error line.
+    :class:`VenvBuildFailed` with pip's first error line. ``python`` is the interpreter as the
+    sandbox sees it (a container's own); by default the host's closest to the spec's version.
     """
-    found = locate_python(spec.language_version)
+    found = python or locate_python(spec.language_version)
     key = environment_key(spec, FolderTree(worktree), f"{found.path} {found.version}")
     root = venvs_root()
     venv = root / key

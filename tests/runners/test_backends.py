@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from runners import FolderTree, detect_env
-from runners.environment import BackendUnsupported, prepare_environment
+from runners.environment import prepare_environment
 from tests.runners import maven_projects
+from tests.runners import test_pytest_tool as pytest_projects
 
 TESTS = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#dividesByZero",
          "demo.CalcTest#addsZero", "demo.CalcTest#noSuchTest"]  # fmt: skip
@@ -73,7 +74,85 @@ def test_docker_and_local_agree_on_junit4_and_multi_module(
     assert all(local[1].get(test) for test, outcome in local[0].items() if outcome == "pass")
 
 
-def test_python_in_docker_is_refused_in_one_line() -> None:
-    spec = detect_env(FolderTree(Path(__file__).parents[2]), "python")
-    with pytest.raises(BackendUnsupported, match="use --backend local"):
-        prepare_environment(spec, "docker")
+PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "calc"
+version = "0.1"
+
+[project.optional-dependencies]
+test = ["pytest"]
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+PYTHON_PROJECTS = {
+    "pyproject": {
+        "pyproject.toml": PYPROJECT,
+        "src/calc/__init__.py": pytest_projects.CALC_INIT,
+        "src/calc/core.py": pytest_projects.CALC_CORE,
+        "tests/test_core.py": pytest_projects.CALC_TESTS,
+        "tests/test_new.py": pytest_projects.CALC_NEW_TEST,
+    },
+    "requirements": {
+        "requirements.txt": "six==1.16.0\n",
+        "calc/__init__.py": "",
+        "calc/core.py": pytest_projects.CALC_CORE,
+        "tests/test_core.py": "import six\n\nfrom calc.core import add\n\n\n"
+        "def test_add():\n    assert six.PY3 and add(1, 2) == 3\n\n\n"
+        "def test_fail():\n    assert add(1, 1) == 3\n",
+    },
+}
+PYTHON_TESTS = [
+    "tests/test_core.py::test_add",
+    "tests/test_core.py::test_fail",
+    "tests/test_core.py::test_error",
+    "tests/test_core.py::test_param[1-2]",
+    "tests/test_core.py::TestCalc::test_sub",
+    "tests/test_core.py::test_skipped",
+    "tests/test_core.py::test_version_from_metadata",
+    "tests/test_new.py::test_mul",
+    "tests/test_core.py::test_nope",
+]
+
+
+def _run_python(backend: str, root: Path) -> tuple[dict[str, str], dict[str, dict[str, frozenset[int]]]]:
+    spec = detect_env(FolderTree(root), "python")
+    environment, _ = prepare_environment(spec, backend)
+    builder = environment.sandbox(root, network=True)
+    try:
+        built = environment.tool.build(builder, spec, timeout=900)
+        assert built.ok, built.message
+    finally:
+        builder.close()
+    runner = environment.sandbox(root)
+    try:
+        run = environment.tool.run_tests(runner, spec, PYTHON_TESTS, timeout=300, coverage=True)
+    finally:
+        runner.close()
+    return {r.test: str(r.outcome) for r in run.results}, {t: dict(c.lines) for t, c in run.coverage.items()}
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", sorted(PYTHON_PROJECTS))
+def test_docker_and_local_agree_on_python_projects(
+    kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    local = _run_python("local", pytest_projects.write(tmp_path / "local", PYTHON_PROJECTS[kind]))
+    docker = _run_python("docker", pytest_projects.write(tmp_path / "docker", PYTHON_PROJECTS[kind]))
+    assert local == docker
+    outcomes, coverage = local
+    assert outcomes["tests/test_core.py::test_add"] == "pass"
+    assert outcomes["tests/test_core.py::test_fail"] == "fail"
+    assert outcomes["tests/test_core.py::test_nope"] == "absent"
+    core = "src/calc/core.py" if kind == "pyproject" else "calc/core.py"
+    assert coverage["tests/test_core.py::test_add"] == {core: frozenset({2})}
+    if kind == "pyproject":
+        assert outcomes["tests/test_core.py::test_error"] == "error"
+        assert outcomes["tests/test_new.py::test_mul"] == "compile_error"  # mul does not exist
+        assert outcomes["tests/test_core.py::test_version_from_metadata"] == "pass"
