@@ -461,3 +461,20 @@ def _processes_mentioning(text: str) -> list[int]:
         if text in cmdline:
             found.append(int(entry.name))
     return found
+
+
+@pytest.mark.maven
+def test_a_missing_dependency_is_a_failed_build_naming_it(tmp_path: Path) -> None:
+    root = projects.write(
+        tmp_path / "missing",
+        {
+            "pom.xml": projects.pom(
+                "calc", [*projects.JUPITER_DEPS, ("demo", "does-not-exist", "1.0", "compile")]
+            ),
+            "src/main/java/demo/Calc.java": projects.CALC,
+        },
+    )
+    built = _build(root)
+    assert not built.result.ok
+    assert "\n" not in built.result.message
+    assert "demo:does-not-exist:jar:1.0" in built.result.message
