@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 import miner
+from runners import BACKENDS
 from tasks import (
     CoevoError,
     MiningRun,
@@ -75,19 +76,29 @@ def _window(command: Callable[..., None]) -> Callable[..., None]:
     )
 
 
+_BACKEND = click.option(
+    "--backend",
+    type=click.Choice(list(BACKENDS)),
+    default="auto",
+    show_default=True,
+    help="Where to build and run: a Docker container, the host, or Docker when a daemon answers.",
+)
+_LANGUAGE = click.option(
+    "--language",
+    type=click.Choice(["auto", "java", "python"]),
+    default="auto",
+    show_default=True,
+    help="The repository's language; auto detects it from the files.",
+)
+
+
 def _mining(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option(
         "--workers",
         type=click.IntRange(min=1),
         help="Analysis processes [default: one per core for long histories].",
     )(command)
-    command = click.option(
-        "--language",
-        type=click.Choice(["auto", "java", "python"]),
-        default="auto",
-        show_default=True,
-        help="The repository's language; auto detects it from the files.",
-    )(command)
+    command = _LANGUAGE(command)
     return click.argument("repos", nargs=-1, required=True, metavar="REPO...")(command)
 
 
@@ -256,13 +267,7 @@ def env() -> None:
 
 @env.command("show")
 @click.argument("target", metavar="REPO[@REV]")
-@click.option(
-    "--language",
-    type=click.Choice(["auto", "java", "python"]),
-    default="auto",
-    show_default=True,
-    help="The repository's language; auto detects it from the files.",
-)
+@_LANGUAGE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def env_show(target: str, language: str, as_json: bool) -> None:
     """Show the environment spec detected for a revision.
@@ -284,22 +289,6 @@ def env_show(target: str, language: str, as_json: bool) -> None:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
         out.print(f"found      {note}", highlight=False)
-
-
-_BACKEND = click.option(
-    "--backend",
-    type=click.Choice(["auto", "docker", "local"]),
-    default="auto",
-    show_default=True,
-    help="Where to build and run: a Docker container, the host, or Docker when a daemon answers.",
-)
-_LANGUAGE = click.option(
-    "--language",
-    type=click.Choice(["auto", "java", "python"]),
-    default="auto",
-    show_default=True,
-    help="The repository's language; auto detects it from the files.",
-)
 
 
 @env.command("build")

@@ -17,14 +17,16 @@ TESTS = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#divid
 
 
 def _run(
-    backend: str, root: Path, tests: list[str] = TESTS
+    backend: str, root: Path, tests: list[str] = TESTS, language: str = "java"
 ) -> tuple[dict[str, str], dict[str, dict[str, frozenset[int]]]]:
-    spec = detect_env(FolderTree(root), "java")
+    """Builds ``root`` with the backend's network on, then runs ``tests`` offline with coverage."""
+    spec = detect_env(FolderTree(root), language)
     environment, _ = prepare_environment(spec, backend)
     assert environment.backend == backend
     builder = environment.sandbox(root, network=True)
     try:
-        assert environment.tool.build(builder, spec, timeout=900).ok
+        built = environment.tool.build(builder, spec, timeout=900)
+        assert built.ok, built.message
     finally:
         builder.close()
     runner = environment.sandbox(root)
@@ -119,23 +121,6 @@ PYTHON_TESTS = [
 ]
 
 
-def _run_python(backend: str, root: Path) -> tuple[dict[str, str], dict[str, dict[str, frozenset[int]]]]:
-    spec = detect_env(FolderTree(root), "python")
-    environment, _ = prepare_environment(spec, backend)
-    builder = environment.sandbox(root, network=True)
-    try:
-        built = environment.tool.build(builder, spec, timeout=900)
-        assert built.ok, built.message
-    finally:
-        builder.close()
-    runner = environment.sandbox(root)
-    try:
-        run = environment.tool.run_tests(runner, spec, PYTHON_TESTS, timeout=300, coverage=True)
-    finally:
-        runner.close()
-    return {r.test: str(r.outcome) for r in run.results}, {t: dict(c.lines) for t, c in run.coverage.items()}
-
-
 @pytest.mark.docker
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", sorted(PYTHON_PROJECTS))
@@ -143,8 +128,9 @@ def test_docker_and_local_agree_on_python_projects(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
-    local = _run_python("local", pytest_projects.write(tmp_path / "local", PYTHON_PROJECTS[kind]))
-    docker = _run_python("docker", pytest_projects.write(tmp_path / "docker", PYTHON_PROJECTS[kind]))
+    project = PYTHON_PROJECTS[kind]
+    local = _run("local", pytest_projects.write(tmp_path / "local", project), PYTHON_TESTS, "python")
+    docker = _run("docker", pytest_projects.write(tmp_path / "docker", project), PYTHON_TESTS, "python")
     assert local == docker
     outcomes, coverage = local
     assert outcomes["tests/test_core.py::test_add"] == "pass"
