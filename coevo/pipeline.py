@@ -67,6 +67,11 @@ def split_revision(target: str) -> tuple[str, str]:
 
 def environment_of(target: str, language: str = "auto") -> tuple[str, EnvSpec]:
     """The full commit id and EnvSpec of ``REPO@REV`` (detected from its files, nothing built)."""
+    _, sha, spec = _revision_env(target, language)
+    return sha, spec
+
+
+def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
     location, revision = split_revision(target)
     path = local_checkout(location)
     try:
@@ -75,7 +80,7 @@ def environment_of(target: str, language: str = "auto") -> tuple[str, EnvSpec]:
         raise CoevoError(f"{location} has no revision {revision!r}") from None
     if language == "auto":
         language = detect_language(path, sha)
-    return sha, detect_env(GitTree(path, sha), language)
+    return path, sha, detect_env(GitTree(path, sha), language)
 
 
 @dataclass(frozen=True)
@@ -100,12 +105,11 @@ def build_and_test(
     timeout: float = 1800,
 ) -> EnvironmentRun:
     """Builds ``REPO@REV`` in a scratch worktree and runs ``tests`` in it (network off for tests)."""
-    location, _ = split_revision(target)
-    sha, spec = environment_of(target, language)
+    path, sha, spec = _revision_env(target, language)
     environment, cached = prepare_environment(spec, backend)
     image = environment.image.tag if environment.image else None
     with tempfile.TemporaryDirectory(prefix="coevo-worktree-") as tmp:
-        worktree = export_revision(local_checkout(location), sha, Path(tmp) / "work")
+        worktree = export_revision(path, sha, Path(tmp) / "work")
         builder = environment.sandbox(worktree, network=True)
         try:
             built = environment.tool.build(builder, spec, timeout)
