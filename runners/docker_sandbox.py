@@ -17,7 +17,7 @@ from typing import Any
 
 from tasks import CoevoError
 
-from .sandbox import DEFAULT_OUTPUT_LIMIT, ExecResult
+from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult
 
 LABEL = "coevo.sandbox"
 WORKDIR = "/work"
@@ -123,34 +123,30 @@ class DockerSandbox:
             stdout=True,
             stderr=True,
         )["Id"]
-        stdout, stderr = bytearray(), bytearray()
-        truncated = [False]
+        stdout, stderr = CappedOutput(self._limit), CappedOutput(self._limit)
 
         def drain() -> None:
             for out, err in api.exec_start(exec_id, stream=True, demux=True):
-                for chunk, buffer in ((out, stdout), (err, stderr)):
-                    if chunk:
-                        buffer += chunk
-                        if len(buffer) > self._limit * 2:
-                            truncated[0] = True
-                            half = self._limit // 2
-                            del buffer[half : len(buffer) - half]
+                if out:
+                    stdout.add(out)
+                if err:
+                    stderr.add(err)
 
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         reader.join(timeout + 30)
         if reader.is_alive():  # the daemon stopped answering: the container goes
             self.close()
-            return ExecResult(None, _text(stdout), _text(stderr), time.monotonic() - started, True)
+            return ExecResult(None, stdout.text(), stderr.text(), time.monotonic() - started, True)
         code = api.exec_inspect(exec_id)["ExitCode"]
         timed_out = code in (124, 137) and time.monotonic() - started >= timeout
         return ExecResult(
             exit_code=None if timed_out or code in (137,) else code,
-            stdout=_text(stdout),
-            stderr=_text(stderr),
+            stdout=stdout.text(),
+            stderr=stderr.text(),
             duration=time.monotonic() - started,
             timed_out=timed_out,
-            truncated=truncated[0],
+            truncated=stdout.truncated or stderr.truncated,
         )
 
     def write_file(self, path: str, data: bytes) -> None:
@@ -176,7 +172,3 @@ class DockerSandbox:
 
     def describe(self) -> str:
         return f"docker {self._image} over {self._worktree} ({shlex.quote(self.workdir)})"
-
-
-def _text(buffer: bytearray) -> str:
-    return bytes(buffer).decode("utf-8", errors="replace")

@@ -148,33 +148,43 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-class _Capture:
-    """Drains a pipe on a thread, keeping the first and last ``limit // 2`` bytes."""
+class CappedOutput:
+    """Output kept within a limit: the first and the last ``limit // 2`` bytes, marked if cut."""
 
-    def __init__(self, pipe: object, limit: int) -> None:
+    def __init__(self, limit: int) -> None:
         self._head = bytearray()
         self._tail = bytearray()
         self._half = max(limit // 2, 1)
         self.truncated = False
+
+    def add(self, chunk: bytes) -> None:
+        room = self._half - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self._tail += chunk
+            if len(self._tail) > self._half:
+                self.truncated = True
+                del self._tail[: len(self._tail) - self._half]
+
+    def text(self) -> str:
+        marker = b"\n[... output truncated ...]\n" if self.truncated else b""
+        return bytes(self._head + marker + self._tail).decode("utf-8", errors="replace")
+
+
+class _Capture(CappedOutput):
+    """Drains a pipe on a thread into a :class:`CappedOutput`."""
+
+    def __init__(self, pipe: object, limit: int) -> None:
+        super().__init__(limit)
         self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
         self._thread.start()
 
     def _drain(self, pipe: object) -> None:
         read = pipe.read  # type: ignore[attr-defined]
         while chunk := read(1 << 16):
-            room = self._half - len(self._head)
-            if room > 0:
-                self._head += chunk[:room]
-                chunk = chunk[room:]
-            if chunk:
-                self._tail += chunk
-                if len(self._tail) > self._half:
-                    self.truncated = True
-                    del self._tail[: len(self._tail) - self._half]
+            self.add(chunk)
 
     def join(self) -> None:
         self._thread.join()
-
-    def text(self) -> str:
-        marker = b"\n[... output truncated ...]\n" if self.truncated else b""
-        return bytes(self._head + marker + self._tail).decode("utf-8", errors="replace")
