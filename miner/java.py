@@ -211,15 +211,8 @@ def _walk_field_initializers(
         if value is None or value.type != "object_creation_expression":
             continue
         body = next((c for c in value.named_children if c.type == "class_body"), None)
-        if body is None:
-            continue
-        inner = _TypeScope(
-            container=f"{scope.container}.{_field_text(declarator, 'name')}",
-            type_params=scope.type_params,
-            junit3=False,
-            scan=scope.scan,
-        )
-        _walk_members(source, body, inner, methods, classes)
+        if body is not None:
+            _walk_anonymous(source, body, scope, _field_text(declarator, "name"), methods, classes)
 
 
 def _walk_enum_constant(
@@ -232,13 +225,21 @@ def _walk_enum_constant(
     method, hence the constant name in the container.
     """
     body = constant.child_by_field_name("body")
-    if body is None:
-        return
+    if body is not None:
+        _walk_anonymous(source, body, scope, _field_text(constant, "name"), methods, classes)
+
+
+def _walk_anonymous(
+    source: bytes,
+    body: Node,
+    scope: _TypeScope,
+    name: str,
+    methods: list[MethodInfo],
+    classes: list[str],
+) -> None:
+    """Members of an anonymous class body that belongs to no method, under ``Outer.name``."""
     inner = _TypeScope(
-        container=f"{scope.container}.{_field_text(constant, 'name')}",
-        type_params=scope.type_params,
-        junit3=False,
-        scan=scope.scan,
+        container=f"{scope.container}.{name}", type_params=scope.type_params, junit3=False, scan=scope.scan
     )
     _walk_members(source, body, inner, methods, classes)
 
