@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -122,13 +124,16 @@ def _coevo(*args: str, db: Path) -> subprocess.Popen[str]:
 
 
 def _wait_for_progress(db: Path, at_least: int, timeout: float = 60) -> None:
+    """Polls with a read-only connection: a poller that could write (create tables, set pragmas)
+    would contend for the miner's write lock."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if db.exists():
             try:
-                if _count(open_store(db), MinedCommit) >= at_least:
-                    return
-            except Exception:
+                with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1)) as conn:
+                    if conn.execute("SELECT count(*) FROM minedcommit").fetchone()[0] >= at_least:
+                        return
+            except sqlite3.Error:
                 pass  # the database may be mid-creation
         time.sleep(0.1)
     raise AssertionError(f"mining did not reach {at_least} commits in {timeout}s")
