@@ -82,8 +82,6 @@ class ParseCache:
     def __init__(self, size: int = 512) -> None:
         self._size = size
         self._entries: OrderedDict[str, ParsedFile | SourceSyntaxError] = OrderedDict()
-        self.hits = 0
-        self.misses = 0
 
     def parse(
         self, blob_id: str, read: Callable[[], bytes], parse: Callable[[bytes], ParsedFile]
@@ -94,7 +92,6 @@ class ParseCache:
         """
         entry = self._entries.get(blob_id)
         if entry is None:
-            self.misses += 1
             try:
                 entry = parse(read())
             except SourceSyntaxError as exc:
@@ -103,7 +100,6 @@ class ParseCache:
             if len(self._entries) > self._size:
                 self._entries.popitem(last=False)
         else:
-            self.hits += 1
             self._entries.move_to_end(blob_id)
         if isinstance(entry, SourceSyntaxError):
             raise entry

@@ -95,11 +95,10 @@ def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environme
         venvs = venvs_root()
         tool = PytestTool(python=interpreter, scratch_root=venvs / "scratch")
         return Environment("docker", spec, tool, plan, ((venvs, str(venvs)),), same_paths=True), cached
-    jars = {name: tool_jar(name) for name in TOOLS}
     jdk_feature = int(plan.key.removeprefix("java"))
     maven = MavenTool(
         maven_repo=_IMAGE_M2,
-        tool_path=lambda name: f"{_IMAGE_TOOLS}/{jars[name].name}",
+        tool_path=lambda name: f"{_IMAGE_TOOLS}/{TOOLS[name].file_name}",
         jdk=lambda release: Jdk(
             home=Path(f"/usr/lib/jvm/java-{jdk_feature}-openjdk-amd64"), feature=jdk_feature
         ),
