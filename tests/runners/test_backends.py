@@ -10,7 +10,7 @@ import pytest
 from runners import FolderTree, detect_env
 from runners.environment import prepare_environment
 from tests.runners import maven_projects
-from tests.runners import test_pytest_tool as pytest_projects
+from tests.runners import python_projects as pytest_projects
 
 TESTS = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#dividesByZero",
          "demo.CalcTest#addsZero", "demo.CalcTest#noSuchTest"]  # fmt: skip
@@ -76,24 +76,9 @@ def test_docker_and_local_agree_on_junit4_and_multi_module(
     assert all(local[1].get(test) for test, outcome in local[0].items() if outcome == "pass")
 
 
-PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "calc"
-version = "0.1"
-
-[project.optional-dependencies]
-test = ["pytest"]
-
-[tool.setuptools.packages.find]
-where = ["src"]
-"""
 PYTHON_PROJECTS = {
     "pyproject": {
-        "pyproject.toml": PYPROJECT,
+        "pyproject.toml": pytest_projects.PYPROJECT,
         "src/calc/__init__.py": pytest_projects.CALC_INIT,
         "src/calc/core.py": pytest_projects.CALC_CORE,
         "tests/test_core.py": pytest_projects.CALC_TESTS,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import textwrap
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -29,84 +28,17 @@ from runners.venvs import (
     venv_for,
     venv_note,
 )
+from tests.runners.python_projects import (
+    CALC_CORE,
+    CALC_INIT,
+    CALC_NEW_TEST,
+    CALC_TESTS,
+    PYPROJECT,
+    write,
+)
 
 PLAIN = EnvSpec("python", "3.11", "pip", install=(("pytest", "coverage"),))
 """A spec with only the test tools, shared by the projects that need no dependencies."""
-
-CALC_INIT = """\
-from importlib.metadata import version
-
-__version__ = version("calc")
-"""
-
-CALC_NEW_TEST = """\
-from calc.core import mul
-
-
-def test_mul():
-    assert mul(2, 3) == 6
-"""
-
-CALC_CORE = """\
-def add(a, b):
-    return a + b
-
-
-def sub(a, b):
-    result = a - b
-    return result
-"""
-
-CALC_TESTS = """\
-import pytest
-
-import calc
-from calc.core import add, sub
-
-
-def test_add():
-    assert add(1, 2) == 3
-
-
-def test_fail():
-    assert add(1, 1) == 3
-
-
-@pytest.fixture
-def broken():
-    raise RuntimeError("fixture broke")
-
-
-def test_error(broken):
-    pass
-
-
-@pytest.mark.parametrize("a, b", [(1, 2), (2, 3)])
-def test_param(a, b):
-    assert add(a, b) == a + b
-
-
-class TestCalc:
-    def test_sub(self):
-        assert sub(3, 1) == 2
-
-
-@pytest.mark.skip(reason="not today")
-def test_skipped():
-    pass
-
-
-def test_version_from_metadata():
-    assert calc.__version__ == "0.1"
-"""
-
-
-def write(root: Path, files: Mapping[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
-    return root
 
 
 @pytest.fixture(scope="module")
@@ -123,21 +55,7 @@ def calc(tmp_path_factory: pytest.TempPathFactory, venvs: Path) -> Path:
     return write(
         tmp_path_factory.mktemp("calc"),
         {
-            "pyproject.toml": """\
-                [build-system]
-                requires = ["setuptools>=61"]
-                build-backend = "setuptools.build_meta"
-
-                [project]
-                name = "calc"
-                version = "0.1"
-
-                [project.optional-dependencies]
-                test = ["pytest"]
-
-                [tool.setuptools.packages.find]
-                where = ["src"]
-            """,
+            "pyproject.toml": PYPROJECT,
             "src/calc/__init__.py": CALC_INIT,
             "src/calc/core.py": CALC_CORE,
             "tests/test_core.py": CALC_TESTS,
