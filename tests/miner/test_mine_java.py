@@ -19,7 +19,7 @@ from tasks import (
     Store,
     open_store,
 )
-from tests.miner.histories import ARITH_TEST, CALC, CALC_TEST, GREETER, java_history
+from tests.miner.histories import ARITH_TEST, CALC, CALC_TEST, java_history
 
 SHAPES_TEST = "src/test/java/demo/ShapesTest.java"
 GREETER_TEST = "src/test/java/demo/GreeterTest.java"
@@ -160,13 +160,17 @@ def test_sources_keep_old_and_new_versions(mined: tuple[Store, dict[str, str]]) 
         updated = s.exec(select(Candidate).where(Candidate.test_method == "CalculatorTest.testAdd()")).one()
         renamed = s.exec(select(Candidate).where(Candidate.test_method == "ArithmeticTest.testMax()")).one()
         greets = s.exec(select(Candidate).where(Candidate.test_method == "GreeterTest.greets()")).one()
+        latin1_pair = s.exec(select(RevisionPair).where(RevisionPair.id == greets.pair_id)).one()
     assert updated.old_source is not None and "assertThrows" not in updated.old_source
     assert "assertThrows" in updated.new_source
     assert updated.old_source.startswith("@Test")
     assert renamed.old_test_file == CALC_TEST
     assert renamed.test_file == ARITH_TEST
     assert greets.old_source is None and greets.old_start is None
-    assert GREETER.decode("latin-1").count("Café") == 1
+    # The latin-1 production file is mined, not skipped: its diff is kept (bytes that are not
+    # UTF-8 become U+FFFD in the stored text) and its method is a change of the pair.
+    assert "Greeter.java" in latin1_pair.production_diff
+    assert 'return "Caf\ufffd " + name;' in latin1_pair.production_diff
 
 
 def test_unparseable_file_is_a_recorded_skip(mined: tuple[Store, dict[str, str]]) -> None:
