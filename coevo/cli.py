@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.resources
 import json
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -83,6 +86,33 @@ _BACKEND = click.option(
     show_default=True,
     help="Where to build and run: a Docker container, the host, or Docker when a daemon answers.",
 )
+_MAVEN_ARG = click.option(
+    "--maven-arg",
+    "maven_args",
+    multiple=True,
+    metavar="ARG",
+    help="An extra Maven argument for this repository's builds (repeatable), e.g. -DjdkVersion=1.8.",
+)
+
+
+def _base_images(values: tuple[str, ...]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for value in values:
+        key, sep, image = value.partition("=")
+        if not sep or not key or not image:
+            raise click.BadParameter(f"{value!r} is not KEY=IMAGE (java17=debian:bookworm-slim)")
+        found[key] = image
+    return found
+
+
+_BASE_IMAGE = click.option(
+    "--base-image",
+    "base_images",
+    multiple=True,
+    metavar="KEY=IMAGE",
+    help="The Debian-based image a base starts from (repeatable), e.g. java17=my-registry/debian:12; "
+    "also $COEVO_BASE_IMAGES. Default: debian:bookworm-slim.",
+)
 _LANGUAGE = click.option(
     "--language",
     type=click.Choice(["auto", "java", "python"]),
@@ -157,6 +187,7 @@ def run(
     help="A glob that marks test files (repeatable; replaces the language default).",
 )
 @click.option("--exclude-glob", multiple=True, help="A glob of files to ignore (repeatable).")
+@_MAVEN_ARG
 @_common
 def mine_command(
     repos: tuple[str, ...],
@@ -167,6 +198,7 @@ def mine_command(
     window_hours: float,
     test_glob: tuple[str, ...],
     exclude_glob: tuple[str, ...],
+    maven_args: tuple[str, ...],
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -190,6 +222,7 @@ def mine_command(
                         window=timedelta(hours=window_hours),
                         test_globs=test_glob,
                         exclude_globs=exclude_glob,
+                        build_args=maven_args,
                         workers=workers,
                     ),
                     progress,
@@ -265,18 +298,44 @@ def env() -> None:
     """
 
 
+@env.command("setup")
+def env_setup() -> None:
+    """Prepare Docker on a machine with no reachable container registry (root; idempotent).
+
+    Installs and starts the Docker daemon when missing and builds debian:bookworm-slim, the
+    default base, with debootstrap and docker import from the host's Debian mirror. When all
+    is in place it only checks and returns in a second.
+
+    Example: sudo coevo env setup
+    """
+    script = importlib.resources.files("runners") / "scripts" / "setup-docker.sh"
+    if os.geteuid() != 0:
+        raise CoevoError("coevo env setup installs packages and starts dockerd: run it as root")
+    if subprocess.run(["bash", str(script)], check=False).returncode != 0:
+        raise CoevoError("Docker setup failed (its messages are above)")
+
+
 @env.command("show")
 @click.argument("target", metavar="REPO[@REV]")
 @_LANGUAGE
+@_MAVEN_ARG
+@_BASE_IMAGE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def env_show(target: str, language: str, as_json: bool) -> None:
-    """Show the environment spec detected for a revision.
+def env_show(
+    target: str, language: str, maven_args: tuple[str, ...], base_images: tuple[str, ...], as_json: bool
+) -> None:
+    """Show the environment spec detected for a revision and the Dockerfiles rendered from it.
 
     Example: coevo env show ./my-repo@v1.2.0
     """
-    sha, spec = environment_of(target, language)
+    sha, spec, images = environment_of(target, language, maven_args, _base_images(base_images))
     if as_json:
-        click.echo(json.dumps({"revision": sha, **dataclasses.asdict(spec)}, indent=2))
+        payload = {
+            "revision": sha,
+            **dataclasses.asdict(spec),
+            "images": [{"tag": plan.tag, "dockerfile": plan.dockerfile} for plan in images],
+        }
+        click.echo(json.dumps(payload, indent=2))
         return
     out.print(f"revision   {sha}", highlight=False)
     out.print(
@@ -289,19 +348,40 @@ def env_show(target: str, language: str, as_json: bool) -> None:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
         out.print(f"found      {note}", highlight=False)
+    for plan in images:
+        out.print(f"\nimage      {plan.tag}", highlight=False)
+        for note in plan.notes:
+            out.print(f"note       {note}", highlight=False)
+        out.print(plan.dockerfile.rstrip(), highlight=False, markup=False)
 
 
 @env.command("build")
 @click.argument("target", metavar="REPO[@REV]")
 @_BACKEND
 @_LANGUAGE
+@_MAVEN_ARG
+@_BASE_IMAGE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
-def env_build(target: str, backend: str, language: str, as_json: bool) -> None:
-    """Build a revision's environment (image, dependencies, compiled code).
+def env_build(
+    target: str,
+    backend: str,
+    language: str,
+    maven_args: tuple[str, ...],
+    base_images: tuple[str, ...],
+    as_json: bool,
+) -> None:
+    """Build a revision's environment (images, dependencies, compiled code).
 
     Example: coevo env build ./my-repo@v1.2.0 --backend docker
     """
-    _print_environment_run(build_and_test(target, language=language, backend=backend), as_json)
+    run = build_and_test(
+        target,
+        language=language,
+        backend=backend,
+        build_args=maven_args,
+        base_images=_base_images(base_images),
+    )
+    _print_environment_run(run, as_json)
 
 
 @env.command("test")
@@ -313,6 +393,8 @@ def env_build(target: str, backend: str, language: str, as_json: bool) -> None:
 @click.option(
     "--timeout", type=float, default=1800, show_default=True, help="Seconds for the build and for the tests."
 )
+@_MAVEN_ARG
+@_BASE_IMAGE
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 def env_test(
     target: str,
@@ -321,13 +403,17 @@ def env_test(
     language: str,
     coverage: bool,
     timeout: float,
+    maven_args: tuple[str, ...],
+    base_images: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Build a revision and run tests in it: pkg.Class#method (Java) or pytest node ids.
 
     Example: coevo env test ./my-repo@HEAD demo.CalcTest#adds
     """
-    run = build_and_test(target, tests, language, backend, coverage, timeout)
+    run = build_and_test(
+        target, tests, language, backend, coverage, timeout, maven_args, _base_images(base_images)
+    )
     _print_environment_run(run, as_json)
 
 

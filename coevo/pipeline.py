@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -15,7 +15,9 @@ from pathlib import Path
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env
-from runners.environment import prepare_environment
+from runners.environment import image_plan, prepare_environment
+from runners.envspec import maven_build_files
+from runners.images import ImagePlan, deps_image_plan
 from runners.worktree import export_revision
 from tasks import CoevoError, MiningRun, Store
 
@@ -65,10 +67,18 @@ def split_revision(target: str) -> tuple[str, str]:
     return location, revision
 
 
-def environment_of(target: str, language: str = "auto") -> tuple[str, EnvSpec]:
-    """The full commit id and EnvSpec of ``REPO@REV`` (detected from its files, nothing built)."""
-    _, sha, spec = _revision_env(target, language)
-    return sha, spec
+def environment_of(
+    target: str,
+    language: str = "auto",
+    build_args: Sequence[str] = (),
+    base_images: Mapping[str, str] | None = None,
+) -> tuple[str, EnvSpec, list[ImagePlan]]:
+    """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built)."""
+    path, sha, spec = _revision_env(target, language)
+    base = image_plan(spec, base_images)
+    if spec.language != "java":
+        return sha, spec, [base]
+    return sha, spec, [base, deps_image_plan(base, maven_build_files(GitTree(path, sha), spec), build_args)]
 
 
 def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
@@ -103,10 +113,16 @@ def build_and_test(
     backend: str = "auto",
     coverage: bool = False,
     timeout: float = 1800,
+    build_args: Sequence[str] = (),
+    base_images: Mapping[str, str] | None = None,
 ) -> EnvironmentRun:
-    """Builds ``REPO@REV`` in a scratch worktree and runs ``tests`` in it (network off for tests)."""
+    """Builds ``REPO@REV`` in a scratch worktree and runs ``tests`` in it (network off for tests).
+
+    ``build_args`` are extra Maven arguments; ``base_images`` override the images to start from.
+    """
     path, sha, spec = _revision_env(target, language)
-    environment, cached = prepare_environment(spec, backend)
+    build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
+    environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
     image = environment.image.tag if environment.image else None
     with tempfile.TemporaryDirectory(prefix="coevo-worktree-") as tmp:
         worktree = export_revision(path, sha, Path(tmp) / "work")

@@ -58,6 +58,8 @@ class MineRequest:
     window: timedelta = DEFAULT_WINDOW
     test_globs: tuple[str, ...] = ()
     exclude_globs: tuple[str, ...] = ()
+    build_args: tuple[str, ...] = ()
+    """Extra build arguments to remember for the repository (curation's builds use them)."""
     name: str | None = None
     clone_root: Path | None = None
     workers: int | None = None
@@ -102,6 +104,7 @@ def register_repository(store: Store, request: MineRequest) -> Repository:
                 language=language,
                 test_globs=list(request.test_globs),
                 exclude_globs=list(request.exclude_globs),
+                build_args=list(request.build_args),
                 added_at=utcnow(),
             )
             session.add(repo)
@@ -113,6 +116,8 @@ def register_repository(store: Store, request: MineRequest) -> Repository:
                 repo.test_globs = list(request.test_globs)
             if request.exclude_globs:
                 repo.exclude_globs = list(request.exclude_globs)
+            if request.build_args:
+                repo.build_args = list(request.build_args)
             session.add(repo)
         session.flush()
         session.refresh(repo)

@@ -1,13 +1,16 @@
 """An environment for a revision: a sandbox of the chosen backend and the build tool set up for it.
 
 ``local`` runs on the host (JDK chosen to fit, a venv per environment hash);
-``docker`` runs in the spec's base image with the Maven repository (Java) or the
-venvs (Python, mounted at their host paths) as shared caches; ``auto`` is Docker
-when a daemon answers.
+``docker`` runs in images layered base (OS, JDK and Maven or Python, coevo's tools)
+→ deps (Java: the revision's poms with their dependencies resolved into the image),
+with the Maven repository (Java) or the venvs (Python, mounted at their host paths)
+as shared caches for whatever the layers lack; ``auto`` is Docker when a daemon answers.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,7 +19,7 @@ from tasks import CoevoError
 from .buildtools import BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, docker_client
 from .envspec import EnvSpec
-from .images import ImagePlan, base_image_plan, build_image, host_ca_bundle
+from .images import IMAGE_DEPS_REPO, ImagePlan, base_image_plan, build_image, deps_image_plan, host_ca_bundle
 from .jdk import Jdk
 from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
@@ -25,6 +28,7 @@ from .tools import TOOLS, tool_jar
 from .venvs import FoundPython, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
+BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
 _IMAGE_TOOLS = "/opt/coevo/tools"
 _IMAGE_M2 = "/root/.m2/repository"
 
@@ -73,21 +77,55 @@ def resolve_backend(backend: str) -> str:
     return "docker"
 
 
-def image_plan(spec: EnvSpec) -> ImagePlan:
-    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tool jars."""
-    jars = [tool_jar(name) for name in TOOLS] if spec.language == "java" else []
-    return base_image_plan(spec, ca_bundle=host_ca_bundle(), tool_jars={path.name: path for path in jars})
+def base_images(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Base keys (``java17``, ``python3.11``) → the image to start from: ``$COEVO_BASE_IMAGES``
+    (``java17=eclipse-temurin:17,python3.11=python:3.11-slim``), then ``overrides``."""
+    found: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in os.environ.get(BASE_IMAGES_ENV, "").split(","))):
+        key, sep, image = item.partition("=")
+        if not sep or not key.strip() or not image.strip():
+            raise CoevoError(f"${BASE_IMAGES_ENV}: {item!r} is not KEY=IMAGE (java17=debian:bookworm-slim)")
+        found[key.strip()] = image.strip()
+    found.update(overrides or {})
+    return found
 
 
-def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environment, bool]:
-    """The environment for ``spec``, its image built (Docker), and whether that image was cached."""
+def image_plan(spec: EnvSpec, from_images: Mapping[str, str] | None = None) -> ImagePlan:
+    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tools."""
+    if spec.language != "java":
+        return base_image_plan(spec, base_images(from_images), ca_bundle=host_ca_bundle())
+    jars = [tool_jar(name) for name in TOOLS]
+    return base_image_plan(
+        spec,
+        base_images(from_images),
+        ca_bundle=host_ca_bundle(),
+        tool_jars={path.name: path for path in jars},
+        maven_archive=tool_jar("maven"),
+    )
+
+
+def prepare_environment(
+    spec: EnvSpec,
+    backend: str = "auto",
+    build_files: Mapping[str, bytes] | None = None,
+    build_args: Sequence[str] = (),
+    from_images: Mapping[str, str] | None = None,
+) -> tuple[Environment, bool]:
+    """The environment for ``spec``, its images built (Docker), and whether they were all cached.
+
+    ``build_files`` (:func:`~runners.envspec.maven_build_files`) add a deps image over the
+    Java base image; ``build_args`` are the repository's own Maven arguments.
+    """
     backend = resolve_backend(backend)
     if backend == "local":
+        if spec.language == "java":
+            return Environment("local", spec, MavenTool(maven_args=build_args)), True
         return Environment("local", spec, get_build_tool(spec.build_tool)), True
     if spec.language not in ("java", "python"):
         raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
-    plan = image_plan(spec)
-    cached = build_image(docker_client(), plan)
+    plan = image_plan(spec, from_images)
+    client = docker_client()
+    cached = build_image(client, plan)
     if spec.language == "python":
         # Venvs live on the host, mounted at the same path, keyed by the container's interpreter.
         python = plan.key.removeprefix("python")
@@ -95,6 +133,9 @@ def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environme
         venvs = venvs_root()
         tool = PytestTool(python=interpreter, scratch_root=venvs / "scratch")
         return Environment("docker", spec, tool, plan, ((venvs, str(venvs)),), same_paths=True), cached
+    if build_files:
+        plan = deps_image_plan(plan, build_files, build_args)
+        cached = build_image(client, plan) and cached
     jdk_feature = int(plan.key.removeprefix("java"))
     maven = MavenTool(
         maven_repo=_IMAGE_M2,
@@ -102,6 +143,8 @@ def prepare_environment(spec: EnvSpec, backend: str = "auto") -> tuple[Environme
         jdk=lambda release: Jdk(
             home=Path(f"/usr/lib/jvm/java-{jdk_feature}-openjdk-amd64"), feature=jdk_feature
         ),
+        maven_args=build_args,
+        repo_tail=IMAGE_DEPS_REPO if build_files else None,
     )
     m2 = ((Path(maven_repository()), _IMAGE_M2),)
     return Environment("docker", spec, maven, plan, m2), cached

@@ -36,6 +36,8 @@ _REQUIREMENT_FILES = (
     "requirements/dev.txt",
     "requirements/testing.txt",
 )
+_WORKFLOWS = ".github/workflows"
+_MAVEN_SETTINGS = (".mvn/extensions.xml", ".mvn/maven.config", ".mvn/jvm.config")
 _POM_NS = re.compile(r"^\{[^}]*\}")
 _DEFAULT_NOTE = f"java {DEFAULT_JAVA}: the default (the poms name no release)"
 
@@ -55,6 +57,9 @@ class TreeReader(Protocol):
         """The file's bytes, or None when it does not exist."""
 
     def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str) -> list[str]:
+        """The names of the files directly in folder ``path`` (none when it does not exist)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,15 @@ class GitTree:
         )
         return result.returncode == 0
 
+    def list_dir(self, path: str) -> list[str]:
+        result = subprocess.run(
+            ["git", "-C", str(self.repo), "ls-tree", "--name-only", self.revision, f"{path.rstrip('/')}/"],
+            capture_output=True,
+            check=False,
+        )
+        names = result.stdout.decode(errors="replace").splitlines() if result.returncode == 0 else []
+        return sorted(PurePosixPath(name).name for name in names)
+
 
 @dataclass(frozen=True)
 class FolderTree:
@@ -93,6 +107,10 @@ class FolderTree:
 
     def exists(self, path: str) -> bool:
         return (self.root / path).exists()
+
+    def list_dir(self, path: str) -> list[str]:
+        folder = self.root / path
+        return sorted(entry.name for entry in folder.iterdir() if entry.is_file()) if folder.is_dir() else []
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,24 @@ def detect_env(tree: TreeReader, language: str) -> EnvSpec:
     if language == "python":
         return _detect_python(tree)
     raise NoBuildFound(f"no environment detection for language {language!r}")
+
+
+def maven_build_files(tree: TreeReader, spec: EnvSpec) -> dict[str, bytes]:
+    """The files that decide a Maven build's dependencies: every module's pom and ``.mvn/`` settings.
+
+    A deps image is keyed by these, so a source change reuses it and a pom change rebuilds it.
+    """
+    found: dict[str, bytes] = {}
+    for module in spec.modules or ("",):
+        path = f"{module}/pom.xml" if module else "pom.xml"
+        content = tree.read(path)
+        if content is not None:
+            found[path] = content
+    for path in _MAVEN_SETTINGS:
+        content = tree.read(path)
+        if content is not None:
+            found[path] = content
+    return found
 
 
 # --- Java ---------------------------------------------------------------------------------------
@@ -401,4 +437,22 @@ def _listed_versions(
     version_file = (tree.read(".python-version") or b"").decode().strip()
     if match := re.match(r"(3\.\d+)", version_file):
         return {match.group(1)}, ".python-version"
-    return None
+    return _ci_versions(tree)
+
+
+def _ci_versions(tree: TreeReader) -> tuple[set[str], str] | None:
+    """Python versions the project's CI tests on: ``python-version`` values in GitHub workflows
+    (matrix lists included), or the ``python`` list of ``.travis.yml``."""
+    found: set[str] = set()
+    for name in tree.list_dir(_WORKFLOWS):
+        if name.endswith((".yml", ".yaml")):
+            text = (tree.read(f"{_WORKFLOWS}/{name}") or b"").decode(errors="replace")
+            for line in re.findall(r"python-versions?\s*:\s*(.+)", text):
+                found |= set(re.findall(r"""["']?\b(3\.\d+)\b""", line))
+    if found:
+        return found, "the GitHub workflows' python-version"
+    travis = (tree.read(".travis.yml") or b"").decode(errors="replace")
+    block = re.search(r"^python:\s*\n((?:\s+-.*\n?)+)|^python:\s*\[(.*)\]", travis, re.MULTILINE)
+    if block:
+        found = set(re.findall(r"\b(3\.\d+)\b", block.group(1) or block.group(2)))
+    return (found, ".travis.yml python") if found else None

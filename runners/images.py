@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,9 +22,16 @@ import jinja2
 from tasks import CoevoError
 
 from .envspec import EnvSpec
+from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
+from .tools import PIT_JUNIT5_VERSION, PIT_VERSION
 
 DEFAULT_FROM = "debian:bookworm-slim"
 CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
+IMAGE_DEPS_REPO = "/opt/coevo/m2"
+"""Where a deps image keeps the dependencies it resolved (Maven's ``maven.repo.local.tail``)."""
+IMAGE_PIT = "/opt/coevo/pit/lib"
+"""PIT's command line and its dependencies, one jar each, in Java base images."""
+PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
 # What Debian bookworm packages: one JDK and one Python serve every older request.
 _DEBIAN_JDK = 17
 _DEBIAN_PYTHON = "3.11"
@@ -51,6 +59,10 @@ class ImagePlan:
     context: tuple[tuple[str, Path], ...]
     """(name in the build context, file on the host)."""
     notes: tuple[str, ...] = ()
+    files: tuple[tuple[str, bytes], ...] = ()
+    """(name in the build context, content): files coevo generates or reads from a revision."""
+    base: str | None = None
+    """The tag of the image this one starts from, when that is another plan (deps on base)."""
 
 
 def host_ca_bundle() -> Path | None:
@@ -67,14 +79,18 @@ def base_image_plan(
     from_images: Mapping[str, str] | None = None,
     ca_bundle: Path | None = None,
     tool_jars: Mapping[str, Path] | None = None,
+    maven_archive: Path | None = None,
 ) -> ImagePlan:
-    """The base image for a spec: OS, JDK and Maven or Python, the host's CAs and coevo's tool jars.
+    """The base image for a spec: OS, JDK and Maven or Python, the host's CAs and coevo's tools.
 
     ``from_images`` maps base keys (``java17``, ``python3.11``) to the image to start from
     (Debian-based, since the template installs with apt); the default is ``debian:bookworm-slim``.
+    Java images get ``maven_archive`` (Maven's binary tar.gz; Debian's Maven when None), the
+    ``tool_jars`` and PIT's command line with its dependencies.
     """
     from_image = (from_images or {}).get(spec.base, DEFAULT_FROM)
     context: list[tuple[str, Path]] = []
+    files: list[tuple[str, bytes]] = []
     if ca_bundle is not None:
         context.append(("ca-certificates.crt", ca_bundle))
     notes: list[str] = []
@@ -85,7 +101,15 @@ def base_image_plan(
             notes.append(f"java {requested} is built with JDK {jdk} (Debian bookworm's), which targets it")
         jars = dict(tool_jars or {})
         context += [(f"tools/{name}", path) for name, path in sorted(jars.items())]
-        values: dict[str, Any] = {"jdk": jdk, "tool_jars": sorted(jars)}
+        if maven_archive is not None:
+            context.append(("tools/maven.tar.gz", maven_archive))
+        files.append(("pit/pom.xml", _templates.get_template("pit-pom.xml.j2").render(**PIT).encode()))
+        values: dict[str, Any] = {
+            "jdk": jdk,
+            "tool_jars": sorted(jars),
+            "maven_archive": maven_archive is not None,
+            "pit_dir": IMAGE_PIT,
+        }
         template, key = "java.Dockerfile.j2", f"java{jdk}"
     elif spec.language == "python":
         python = _DEBIAN_PYTHON if from_image == DEFAULT_FROM else spec.language_version
@@ -98,12 +122,44 @@ def base_image_plan(
     dockerfile = _templates.get_template(template).render(
         from_image=from_image, ca_bundle=ca_bundle is not None, **values
     )
+    tag = f"coevo-base:{key}-{_content_hash(dockerfile, context, files)}"
+    return ImagePlan(tag, key, dockerfile, tuple(context), tuple(notes), tuple(files))
+
+
+def deps_image_plan(
+    base: ImagePlan, build_files: Mapping[str, bytes], build_args: Sequence[str] = ()
+) -> ImagePlan:
+    """The deps image over ``base``: a revision's build files with their dependencies resolved.
+
+    Maven resolves everything ``test-compile`` and the test classpath need into
+    :data:`IMAGE_DEPS_REPO` inside the image, which builds then read as a second, read-only
+    local repository: a source change reuses the image, a pom change rebuilds only this layer.
+    Resolution never fails the image (``--fail-never``): whatever it missed (a sibling module's
+    artifact, a plugin's own download) a build fetches into the shared repository.
+    """
+    if not base.key.startswith("java"):
+        raise ImageBuildFailed(f"no deps image for {base.key}: Python dependencies live in cached venvs")
+    files = tuple((f"build/{path}", content) for path, content in sorted(build_files.items()))
+    dockerfile = _templates.get_template("java-deps.Dockerfile.j2").render(
+        base_tag=base.tag,
+        deps_repo=IMAGE_DEPS_REPO,
+        maven_args=" ".join(shlex.quote(arg) for arg in build_args),
+        skip_properties=" ".join(SKIP_PROPERTIES),
+        dependency_plugin=DEPENDENCY_PLUGIN,
+    )
+    tag = f"coevo-deps:{base.key}-{_content_hash(dockerfile, (), files)}"
+    return ImagePlan(tag, base.key, dockerfile, (), (), files, base=base.tag)
+
+
+def _content_hash(
+    dockerfile: str, context: Sequence[tuple[str, Path]], files: Sequence[tuple[str, bytes]]
+) -> str:
     digest = hashlib.sha256(dockerfile.encode())
     for name, path in context:
         digest.update(name.encode() + b"\0" + _file_digest(path))
-    return ImagePlan(
-        f"coevo-base:{key}-{digest.hexdigest()[:12]}", key, dockerfile, tuple(context), tuple(notes)
-    )
+    for name, content in files:
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    return digest.hexdigest()[:12]
 
 
 def build_image(client: Any, plan: ImagePlan) -> bool:
@@ -121,6 +177,9 @@ def build_image(client: Any, plan: ImagePlan) -> bool:
         for name, path in plan.context:
             (root / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, root / name)
+        for name, content in plan.files:
+            (root / name).parent.mkdir(parents=True, exist_ok=True)
+            (root / name).write_bytes(content)
         try:
             client.images.build(path=str(root), tag=plan.tag, rm=True, forcerm=True, pull=False)
         except BuildError as exc:

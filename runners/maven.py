@@ -74,6 +74,7 @@ _MAVEN_NOISE = re.compile(
     r"|For more information about the errors|\[Help \d+\].*|After correcting the problems"
     r"|\s*mvn <args>|Failed to execute goal.*: Compilation failure.*|\s*)$"
 )
+_CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
 _JUNIT_FAMILY = re.compile(
@@ -100,12 +101,14 @@ def build_command(
     maven_repo: str,
     extra_args: Sequence[str] = (),
     wrapper_properties: bytes | None = None,
+    repo_tail: str | None = None,
 ) -> list[str]:
     """The one Maven run that compiles every module and writes each one's test classpath.
 
     ``extra_args`` are a repository's own overrides (``-DjdkVersion=1.8``), put before the
     goals. ``wrapper_properties`` is ``.mvn/wrapper/maven-wrapper.properties``, which says
-    whether the project's wrapper is recent enough to use.
+    whether the project's wrapper is recent enough to use. ``repo_tail`` is a read-only
+    repository searched after ``maven_repo`` (a deps image's; Maven 3.9 and later).
     """
     return [
         *_maven_executable(spec, wrapper_properties),
@@ -114,6 +117,7 @@ def build_command(
         "-e",
         "-Dstyle.color=never",
         f"-Dmaven.repo.local={maven_repo}",
+        *([f"-Dmaven.repo.local.tail={repo_tail}"] if repo_tail else []),
         *SKIP_PROPERTIES,
         *extra_args,
         "test-compile",
@@ -184,7 +188,8 @@ class MavenTool:
 
     ``maven_repo``, ``tool_path`` and ``jdk`` say where things are as the sandbox sees
     them; the defaults are this host's (``$COEVO_M2``, the tool cache, installed JDKs).
-    ``maven_args`` are added to the build command.
+    ``maven_args`` are added to the build command; ``repo_tail`` is a read-only repository
+    searched after ``maven_repo`` (the deps image's).
     """
 
     name = "maven"
@@ -195,8 +200,10 @@ class MavenTool:
         tool_path: Callable[[str], str] | None = None,
         jdk: Callable[[str], Jdk] = choose_jdk,
         maven_args: Sequence[str] = (),
+        repo_tail: str | None = None,
     ) -> None:
         self._maven_repo = maven_repo
+        self._repo_tail = repo_tail
         self._maven_args = tuple(maven_args)
         self._tool_path = tool_path or (lambda name: str(tool_jar(name)))
         self._jdk = jdk
@@ -215,8 +222,13 @@ class MavenTool:
             self._maven_repo or maven_repository(),
             self._maven_args,
             sandbox.read_file(_WRAPPER_PROPERTIES),
+            self._repo_tail,
         )
         log = sandbox.exec(command, timeout, env={"JAVA_HOME": str(jdk.home)})
+        if not log.ok and not log.timed_out and _CACHED_FAILURE.search(log.stdout + log.stderr):
+            # A download that failed once (offline, a flaky proxy) is remembered in the local
+            # repository and never retried by default: force one update.
+            log = sandbox.exec([*command[:1], "-U", *command[1:]], timeout, env={"JAVA_HOME": str(jdk.home)})
         if log.timed_out:
             return BuildResult(False, f"maven timed out after {timeout:g}s", log)
         if not log.ok:

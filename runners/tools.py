@@ -40,11 +40,12 @@ class ToolArtifact:
     artifact: str
     version: str
     classifier: str = ""
+    extension: str = "jar"
 
     @property
     def file_name(self) -> str:
         suffix = f"-{self.classifier}" if self.classifier else ""
-        return f"{self.artifact}-{self.version}{suffix}.jar"
+        return f"{self.artifact}-{self.version}{suffix}.{self.extension}"
 
     @property
     def repository_path(self) -> str:
@@ -58,6 +59,11 @@ and replaces a project's own JUnit jars; 1.12 added ``--include-methodname``, wh
 parameterized methods by name."""
 JUNIT6_CONSOLE_VERSION = "6.0.3"
 """For projects on JUnit 6 (Java 17 and later), whose APIs the 5.x engines do not have."""
+MAVEN_VERSION = "3.9.16"
+"""The Maven in coevo's images: 3.9 reads a second, read-only local repository
+(``maven.repo.local.tail``), which is how a deps image's baked dependencies serve a build."""
+PIT_VERSION = "1.30.2"
+PIT_JUNIT5_VERSION = "1.2.3"
 JACOCO_VERSION = "0.8.14"
 """The first JaCoCo that officially supports Java 25 class files (0.8.12 supports Java 22)."""
 
@@ -72,6 +78,11 @@ TOOLS: dict[str, ToolArtifact] = {
     "jacoco-cli": ToolArtifact("org.jacoco", "org.jacoco.cli", JACOCO_VERSION, "nodeps"),
 }
 """The tools by the names :func:`tool_jar` takes."""
+
+ARCHIVES: dict[str, ToolArtifact] = {
+    "maven": ToolArtifact("org.apache.maven", "apache-maven", MAVEN_VERSION, "bin", "tar.gz"),
+}
+"""Distributions images unpack (fetched and checked like the jars, never put on a classpath)."""
 
 
 def tools_dir() -> Path:
@@ -91,7 +102,7 @@ def tool_jar(
     Downloads it on first use; HTTPS trusts ``$REQUESTS_CA_BUNDLE`` like any requests call.
     """
     try:
-        artifact = TOOLS[name]
+        artifact = TOOLS.get(name) or ARCHIVES[name]
     except KeyError:
         raise UnknownTool(f"no tool {name!r}; known: {', '.join(sorted(TOOLS))}") from None
     folder = cache or tools_dir()

@@ -101,6 +101,8 @@ class Repository(SQLModel, table=True):
     test_globs: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     """This repository's own test-file patterns; empty means the language's defaults."""
     exclude_globs: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    build_args: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """Extra build-tool arguments this repository needs (Maven: ``-DjdkVersion=1.8``)."""
     watermark_sha: str | None = None
     """The head commit of the last run that mined up to the branch head."""
     watermark_since: datetime | None = _aware(nullable=True)
@@ -237,3 +239,140 @@ class Skip(SQLModel, table=True):
     path: str = ""
     reason: str
     detail: str = ""
+
+
+# --- curation ------------------------------------------------------------------------------------
+
+
+class Label(StrEnum):
+    """What curation made of a candidate: a class of the ARCHITECTURE.md table, or a drop."""
+
+    TEST_GENERATION = "test_generation"
+    TEST_GENERATION_PASS_OLD = "test_generation_pass_old"
+    TEST_UPDATE_POSITIVE = "test_update_positive"
+    TEST_UPDATE_PASS_OLD = "test_update_pass_old"
+    """An updated test whose old version fails on the new code while its new version also passes
+    on the old code: the update-track twin of ``test_generation_pass_old`` (not discriminating)."""
+    TEST_REFINEMENT_COV_IMPROVE = "test_refinement_cov_improve"
+    TEST_REFINEMENT_NO_COV_IMPROVE = "test_refinement_no_cov_improve"
+    TEST_UPDATE_NEGATIVE = "test_update_negative"
+    DROPPED = "dropped"
+
+
+class DropReason(StrEnum):
+    NEW_ON_NEW_NOT_PASS = "new_on_new_not_pass"
+    OLD_ON_OLD_NOT_PASS = "old_on_old_not_pass"
+    NO_FOCAL_CODE = "no_focal_code"
+    TEST_REFACTORING_ONLY = "test_refactoring_only"
+    DEPS_REFACTORING_ONLY = "deps_refactoring_only"
+    TEST_UTILITY_CO_CHANGE = "test_utility_co_change"
+    PAIR_SPAN_TOO_LONG = "pair_span_too_long"
+    FLAKY = "flaky"
+    BUILD_FAILED = "build_failed"
+    ENV_FAILED = "env_failed"
+    TIMEOUT = "timeout"
+    NO_COVERAGE = "no_coverage"
+
+
+class Track(StrEnum):
+    GENERATION = "generation"
+    UPDATE = "update"
+
+
+class TaskStatus(StrEnum):
+    ACTIVE = "active"
+    QUARANTINED = "quarantined"
+    RETIRED = "retired"
+
+
+class CurationRun(SQLModel, table=True):
+    """One `coevo curate`: its options, its fate and its counts."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    started_at: datetime | None = _aware(now=True)
+    finished_at: datetime | None = _aware(nullable=True)
+    status: RunStatus = RunStatus.RUNNING
+    backend: str = ""
+    reruns: int = 3
+    pairs_done: int = 0
+    pairs_failed: int = 0
+    message: str = ""
+
+
+class CuratedPair(SQLModel, table=True):
+    """A revision pair curated once: both builds and every candidate's record, written together.
+
+    Its presence is the resume marker: a pair with a row is never run again unless asked.
+    """
+
+    __table_args__ = (UniqueConstraint("pair_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    pair_id: int = Field(foreign_key="revisionpair.id", index=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    run_id: int | None = Field(default=None, foreign_key="curationrun.id")
+    rev1_build: str = ""
+    """``ok``, ``failed``, ``env_failed``, or ``skipped`` (no candidate needed a build)."""
+    rev2_build: str = ""
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    image: str | None = None
+    backend: str = ""
+    seconds: float = 0.0
+    curated_at: datetime | None = _aware(now=True)
+
+
+class CurationRecord(SQLModel, table=True):
+    """A candidate after curation: its 4-way matrix, its label or drop reason, its focal methods."""
+
+    __table_args__ = (UniqueConstraint("candidate_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    candidate_id: int = Field(foreign_key="candidate.id", index=True)
+    pair_id: int = Field(foreign_key="revisionpair.id", index=True)
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    label: Label = Field(index=True)
+    drop_reason: DropReason | None = Field(default=None, index=True)
+    detail: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """One line: why it was dropped, or what decided the label."""
+    cells: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """``OO``/``ON``/``NO``/``NN`` → ``{"outcome", "runs": [outcomes...], "message"}`` (cells not
+    run are missing)."""
+    focal: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """Focal methods: ``{"file", "method", "kind", "start", "end", "provenance"}``, provenance
+    ``coverage`` (executed at rev2) or a static link's (``call``, ``naming``, …)."""
+    task_id: str | None = Field(default=None, index=True)
+
+
+class Task(SQLModel, table=True):
+    """A benchmark task: one (rev1, rev2, test file) of one track, with its test methods."""
+
+    id: str = Field(primary_key=True)
+    """Stable across re-runs: a hash of repository, revisions, test file and track."""
+    track: Track = Field(index=True)
+    language: str
+    repository_id: int = Field(foreign_key="repository.id", index=True)
+    repository: str
+    pair_id: int = Field(foreign_key="revisionpair.id", index=True)
+    rev1: str
+    rev2: str
+    rev1_date: datetime | None = _aware()
+    rev2_date: datetime | None = _aware(index=True)
+    """The task's date."""
+    test_file: str
+    old_test_file: str | None = None
+    test_methods: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    test_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """The runnable ids of the methods (``pkg.Class#method``, pytest node ids)."""
+    focal_methods: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    gold_patch: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """Unified diff rev1 → rev2 of the test file."""
+    production_diff: str = Field(default="", sa_column=Column(Text, nullable=False))
+    env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    image: str | None = None
+    matrix: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """Per test method, its cells (as in :class:`CurationRecord`)."""
+    flaky: bool = False
+    mined_at: datetime | None = _aware(nullable=True)
+    curated_at: datetime | None = _aware(now=True)
+    status: TaskStatus = TaskStatus.ACTIVE

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import JSON, event, inspect, text
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import ArgumentError, OperationalError
 from sqlmodel import Session, SQLModel, create_engine
@@ -63,6 +64,7 @@ class Store:
             event.listen(engine, "connect", _sqlite_pragmas)
         try:
             SQLModel.metadata.create_all(engine)
+            _add_new_columns(engine)
         except OperationalError as exc:
             raise StoreError(f"cannot open the database {self.url}: {exc.orig}") from None
         return engine
@@ -87,6 +89,42 @@ class Store:
 def open_store(db: str | os.PathLike[str] | None = None) -> Store:
     """A store for ``db`` (a path or SQLAlchemy URL; see :func:`database_url`)."""
     return Store(database_url(db))
+
+
+def _add_new_columns(engine: Engine) -> None:
+    """Adds columns a newer coevo declares to tables an older one created (with their defaults).
+
+    ``create_all`` only creates missing tables; a new column must be nullable or have a
+    scalar default to be added here, which is how coevo's models grow.
+    """
+    existing = inspect(engine)
+    for table in SQLModel.metadata.sorted_tables:
+        if not existing.has_table(table.name):
+            continue
+        present = {column["name"] for column in existing.get_columns(table.name)}
+        for column in table.columns:
+            if column.name in present:
+                continue
+            kind = column.type.compile(dialect=engine.dialect)
+            default = _default_sql(column)
+            with engine.begin() as connection:
+                connection.execute(
+                    text(f'ALTER TABLE "{table.name}" ADD COLUMN "{column.name}" {kind}{default}')
+                )
+
+
+def _default_sql(column: Any) -> str:
+    value = column.default.arg if column.default is not None and not callable(column.default.arg) else None
+    if value is None:
+        # JSON lists (``default_factory=list``) start empty; anything else may hold NULL.
+        return " NOT NULL DEFAULT '[]'" if isinstance(column.type, JSON) and not column.nullable else ""
+    if isinstance(value, Enum):
+        value = value.name
+    if isinstance(value, bool):
+        value = int(value)
+    if isinstance(value, int | float):
+        return f" DEFAULT {value}"
+    return " DEFAULT '" + str(value).replace("'", "''") + "'"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

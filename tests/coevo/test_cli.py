@@ -140,12 +140,20 @@ def test_env_show_text_json_and_bad_revision(tmp_path: Path) -> None:
         "language   java 17 (base image key java17)",
         "build      maven",
     ]
-    data = json.loads(coevo("env", "show", str(repo.path), "--json").stdout)
+    assert "FROM debian:bookworm-slim" in text.stdout  # the base Dockerfile
+    assert "-Dmaven.repo.local=/opt/coevo/m2" in text.stdout  # the deps Dockerfile over it
+    data = json.loads(coevo("env", "show", str(repo.path), "--json", "--maven-arg", "-Dx=1").stdout)
     assert (data["revision"], data["language_version"], data["modules"]) == (
         repo.shas["unchanged test, changed code"],
         "17",
         [""],
     )
+    base, deps = data["images"]
+    assert base["tag"].startswith("coevo-base:java17-") and deps["tag"].startswith("coevo-deps:java17-")
+    assert f"FROM {base['tag']}" in deps["dockerfile"] and " -Dx=1 test-compile" in deps["dockerfile"]
+    custom = coevo("env", "show", str(repo.path), "--base-image", "java17=my/debian:12")
+    assert "FROM my/debian:12" in custom.stdout
+    assert coevo("env", "show", str(repo.path), "--base-image", "java17").returncode == 2
     bad = coevo("env", "show", f"{repo.path}@no-such-branch")
     assert bad.returncode == 1
     assert bad.stderr.splitlines() == [f"error: {repo.path} has no revision 'no-such-branch'"]

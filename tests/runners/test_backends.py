@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from runners import FolderTree, detect_env
-from runners.environment import prepare_environment
+from runners.environment import image_plan, prepare_environment
+from runners.envspec import maven_build_files
+from runners.images import deps_image_plan
 from tests.runners import maven_projects
 from tests.runners import python_projects as pytest_projects
 
@@ -17,13 +19,17 @@ TESTS = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#divid
 
 
 def _run(
-    backend: str, root: Path, tests: list[str] = TESTS, language: str = "java"
+    backend: str, root: Path, tests: list[str] = TESTS, language: str = "java", network: bool = True
 ) -> tuple[dict[str, str], dict[str, dict[str, frozenset[int]]]]:
-    """Builds ``root`` with the backend's network on, then runs ``tests`` offline with coverage."""
+    """Builds ``root`` (the network on unless told), then runs ``tests`` offline with coverage.
+
+    Java in Docker builds in the deps image of the project's poms.
+    """
     spec = detect_env(FolderTree(root), language)
-    environment, _ = prepare_environment(spec, backend)
+    build_files = maven_build_files(FolderTree(root), spec) if language == "java" else None
+    environment, _ = prepare_environment(spec, backend, build_files)
     assert environment.backend == backend
-    builder = environment.sandbox(root, network=True)
+    builder = environment.sandbox(root, network=network)
     try:
         built = environment.tool.build(builder, spec, timeout=900)
         assert built.ok, built.message
@@ -74,6 +80,29 @@ def test_docker_and_local_agree_on_junit4_and_multi_module(
     assert local == docker
     assert "pass" in local[0].values()
     assert all(local[1].get(test) for test, outcome in local[0].items() if outcome == "pass")
+
+
+@pytest.mark.docker
+@pytest.mark.maven
+def test_deps_image_builds_offline_and_a_changed_pom_rebuilds_only_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The deps image holds everything the build needs: no network, an empty shared repository."""
+    shared = tmp_path / "empty-m2"
+    monkeypatch.setenv("COEVO_M2", str(shared))
+    root = maven_projects.jupiter_project(tmp_path / "project")
+    outcomes, _ = _run("docker", root, ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"], network=False)
+    assert outcomes == {"demo.CalcTest#adds": "pass", "demo.CalcTest#addsWrongly": "fail"}
+    assert not list(shared.rglob("*.jar"))  # nothing was fetched into the shared repository
+
+    spec = detect_env(FolderTree(root), "java")
+    base = image_plan(spec)
+    deps = deps_image_plan(base, maven_build_files(FolderTree(root), spec))
+    (root / "src/main/java/demo/Calc.java").write_text(maven_projects.CALC.replace("a + b", "b + a"))
+    assert deps_image_plan(image_plan(spec), maven_build_files(FolderTree(root), spec)).tag == deps.tag
+    (root / "pom.xml").write_text((root / "pom.xml").read_text().replace("<version>1.0", "<version>1.1", 1))
+    changed = deps_image_plan(image_plan(spec), maven_build_files(FolderTree(root), spec))
+    assert changed.tag != deps.tag and changed.base == deps.base == base.tag
 
 
 PYTHON_PROJECTS = {

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from runners import BrokenBuildFile, EnvSpec, FolderTree, GitTree, NoBuildFound, detect_env
+from runners.envspec import maven_build_files
 from tests.miner.histories import java_history
 
 POM = """<?xml version="1.0"?>
@@ -121,6 +122,17 @@ def test_broken_and_missing_poms_are_one_line_errors(tmp_path: Path) -> None:
             "3.9",
             [("-e", ".")],
         ),
+        (
+            {"requirements.txt": "attrs\n", ".github/workflows/ci.yml":
+             "jobs:\n  t:\n    strategy:\n      matrix:\n        python-version: ['3.8', \"3.9\", '3.10']\n"},
+            "3.10",
+            [("-r", "requirements.txt")],
+        ),
+        (
+            {"requirements.txt": "attrs\n", ".travis.yml": "language: python\npython:\n  - 2.7\n  - 3.9\n"},
+            "3.9",
+            [("-r", "requirements.txt")],
+        ),
     ],
 )  # fmt: skip
 def test_python_version_and_install(
@@ -141,6 +153,25 @@ def test_broken_pyproject_and_no_python_build(tmp_path: Path) -> None:
 
 def test_git_revision_is_read_without_a_checkout(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
-    spec = detect_env(GitTree(repo.path, repo.shas["initial"]), "java")
+    tree = GitTree(repo.path, repo.shas["initial"])
+    spec = detect_env(tree, "java")
     assert spec == EnvSpec(language="java", language_version="17", build_tool="maven", modules=("",))
     assert "java 17 from pom.xml property maven.compiler.release" in spec.notes
+    assert tree.list_dir("src/main/java/demo") == ["Calculator.java"]
+    assert tree.list_dir("no/such/folder") == []
+    assert list(maven_build_files(tree, spec)) == ["pom.xml"]
+
+
+def test_maven_build_files_are_the_module_poms_and_maven_settings(tmp_path: Path) -> None:
+    child = "<parent><groupId>demo</groupId><artifactId>root</artifactId><version>1.0</version></parent>"
+    files = {
+        "pom.xml": _pom("root", "<modules><module>core</module></modules>"),
+        "core/pom.xml": _pom("core", parent=child),
+        "core/src/main/java/demo/Core.java": "class Core {}",
+        ".mvn/maven.config": "-Dx=1\n",
+        "src/it/sample/pom.xml": _pom("sample"),  # not a module: its dependencies are not the build's
+    }
+    tree = _tree(tmp_path, files)
+    found = maven_build_files(tree, detect_env(tree, "java"))
+    assert sorted(found) == [".mvn/maven.config", "core/pom.xml", "pom.xml"]
+    assert found["core/pom.xml"] == files["core/pom.xml"].encode()

@@ -9,7 +9,7 @@ import pytest
 
 from runners import EnvSpec
 from runners.docker_sandbox import LABEL, DockerSandbox, docker_client, remove_leftovers
-from runners.images import base_image_plan, build_image
+from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan
 
 JAVA = EnvSpec(language="java", language_version="11", build_tool="maven", modules=("",))
 PYTHON = EnvSpec(language="python", language_version="3.11", build_tool="pip")
@@ -28,6 +28,10 @@ def test_java_plan_renders_with_ca_and_tools(tmp_path: Path) -> None:
     assert "host-ca-%03d.crt" in plan.dockerfile
     assert plan.notes == ("java 11 is built with JDK 17 (Debian bookworm's), which targets it",)
     assert dict(plan.context) == {"ca-certificates.crt": ca, "tools/junit-console.jar": jar}
+    assert b"<artifactId>pitest-command-line</artifactId>" in dict(plan.files)["pit/pom.xml"]
+    with_maven = base_image_plan(JAVA, tool_jars={"junit-console.jar": jar}, maven_archive=jar)
+    assert "openjdk-17-jdk-headless git" in with_maven.dockerfile  # Maven comes from the archive
+    assert "tar -xzf /tmp/maven.tar.gz" in with_maven.dockerfile
     # Same inputs, same tag; a changed CA bundle, a new image.
     assert base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar}).tag == plan.tag
     ca.write_text("-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n")
@@ -42,6 +46,21 @@ def test_python_plan_without_ca_and_with_a_configured_base() -> None:
     custom = base_image_plan(PYTHON, from_images={"python3.11": "registry.local/debian:12"})
     assert "FROM registry.local/debian:12" in custom.dockerfile
     assert custom.tag != plan.tag
+
+
+def test_deps_plan_is_keyed_by_the_build_files_and_arguments() -> None:
+    base = base_image_plan(JAVA)
+    deps = deps_image_plan(base, {"pom.xml": b"<project/>", "core/pom.xml": b"<project/>"})
+    assert deps.tag.startswith("coevo-deps:java17-") and deps.base == base.tag
+    assert f"FROM {base.tag}" in deps.dockerfile
+    assert "-Dmaven.repo.local=/opt/coevo/m2" in deps.dockerfile and "--fail-never" in deps.dockerfile
+    assert dict(deps.files) == {"build/core/pom.xml": b"<project/>", "build/pom.xml": b"<project/>"}
+    assert deps_image_plan(base, {"pom.xml": b"<project/>", "core/pom.xml": b"<project/>"}).tag == deps.tag
+    assert deps_image_plan(base, {"pom.xml": b"<project></project>"}).tag != deps.tag
+    with_args = deps_image_plan(base, dict(deps.files), ["-DjdkVersion=1.8"])
+    assert "-DjdkVersion=1.8 test-compile" in with_args.dockerfile
+    with pytest.raises(ImageBuildFailed, match="Python dependencies live in cached venvs"):
+        deps_image_plan(base_image_plan(PYTHON), {})
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -59,3 +60,24 @@ def test_unique_keys_refuse_a_second_write(tmp_path: Path) -> None:
 def test_bad_url_is_a_store_error() -> None:
     with pytest.raises(StoreError, match="cannot use the database URL"):
         _ = open_store("nosuchdialect://x").engine
+
+
+def test_a_database_from_an_older_coevo_gets_the_new_columns(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as old:  # the repository table as the first coevo wrote it
+        old.execute(
+            "CREATE TABLE repository (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, location VARCHAR NOT NULL,"
+            " path VARCHAR NOT NULL, language VARCHAR NOT NULL, test_globs JSON NOT NULL,"
+            " exclude_globs JSON NOT NULL, watermark_sha VARCHAR, watermark_since VARCHAR(40),"
+            " watermark_full_history BOOLEAN NOT NULL, added_at VARCHAR(40))"
+        )
+        old.execute(
+            "INSERT INTO repository VALUES (1, 'r', 'r', '/r', 'java', '[]', '[]', NULL, NULL, 0, NULL)"
+        )
+    with open_store(path).session() as s:
+        (repo,) = s.exec(select(Repository)).all()
+        assert repo.build_args == []
+        repo.build_args = ["-DjdkVersion=1.8"]
+        s.add(repo)
+    with open_store(path).session() as s:
+        assert s.exec(select(Repository)).one().build_args == ["-DjdkVersion=1.8"]

@@ -1,0 +1,87 @@
+"""Classification of one candidate from its matrix: the ARCHITECTURE.md table, as a pure function.
+
+Checks run in a fixed order and the first that applies decides: a run that timed out or
+disagreed with itself says nothing about the change, then the new test must pass on the new
+code, the old test on the old code, the test must execute changed code, and that change must
+be more than a refactoring. What is left gets its class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tasks import DropReason, Label, TestChangeKind, Track
+
+from .matrix import FLAKY
+
+FAILING = frozenset({"fail", "error", "compile_error", "absent"})
+"""Outcomes that count as "the test does not pass" in a discriminating cell."""
+TRACKS = {Label.TEST_GENERATION: Track.GENERATION, Label.TEST_UPDATE_POSITIVE: Track.UPDATE}
+"""The classes that become tasks, and their tracks; the other classes are kept as records."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    label: Label
+    reason: DropReason | None = None
+    detail: str = ""
+
+    @staticmethod
+    def drop(reason: DropReason, detail: str) -> Verdict:
+        return Verdict(Label.DROPPED, reason, detail)
+
+
+def cells_for(kind: TestChangeKind) -> tuple[str, ...]:
+    """The cells a candidate needs: an inserted test has no old version; an unchanged one is its own."""
+    if kind == TestChangeKind.INSERTED:
+        return ("NO", "NN")
+    if kind == TestChangeKind.UPDATED:
+        return ("OO", "ON", "NO", "NN")
+    return ("OO", "NN")
+
+
+def classify(
+    kind: TestChangeKind,
+    cells: Mapping[str, str],
+    has_focal: bool,
+    coverage_measured: bool,
+    deps_refactoring: bool = False,
+    coverage_improved: bool = False,
+) -> Verdict:
+    """The label (or drop) of a candidate whose cells ran.
+
+    ``cells`` maps each cell of :func:`cells_for` to its outcome; ``has_focal`` says whether
+    a changed production method was found (by coverage, or by static links when coverage
+    measured nothing); ``deps_refactoring`` that every focal method only changed by refactoring;
+    ``coverage_improved`` that the new test covers production lines the old one did not (ON).
+    """
+    needed = {cell: cells.get(cell, "not_run") for cell in cells_for(kind)}
+    for cell, outcome in needed.items():
+        if outcome == "timeout":
+            return Verdict.drop(DropReason.TIMEOUT, f"{cell} timed out")
+    for cell, outcome in needed.items():
+        if outcome == FLAKY:
+            return Verdict.drop(DropReason.FLAKY, f"{cell} gave different outcomes on reruns")
+    if needed["NN"] != "pass":
+        return Verdict.drop(DropReason.NEW_ON_NEW_NOT_PASS, f"NN {needed['NN']}")
+    if kind != TestChangeKind.INSERTED and needed["OO"] != "pass":
+        return Verdict.drop(DropReason.OLD_ON_OLD_NOT_PASS, f"OO {needed['OO']}")
+    if not has_focal:
+        if coverage_measured:
+            return Verdict.drop(DropReason.NO_FOCAL_CODE, "the test executes no changed production method")
+        return Verdict.drop(DropReason.NO_COVERAGE, "no coverage measured and no static link")
+    if deps_refactoring:
+        return Verdict.drop(DropReason.DEPS_REFACTORING_ONLY, "the focal methods changed only by refactoring")
+    if kind == TestChangeKind.INSERTED:
+        if needed["NO"] in FAILING:
+            return Verdict(Label.TEST_GENERATION, detail=f"NO {needed['NO']}")
+        return Verdict(Label.TEST_GENERATION_PASS_OLD, detail=f"NO {needed['NO']}")
+    if kind == TestChangeKind.UPDATED:
+        if needed["ON"] not in FAILING:
+            improved = Label.TEST_REFINEMENT_COV_IMPROVE, Label.TEST_REFINEMENT_NO_COV_IMPROVE
+            return Verdict(improved[0] if coverage_improved else improved[1], detail=f"ON {needed['ON']}")
+        if needed["NO"] == "pass":
+            return Verdict(Label.TEST_UPDATE_PASS_OLD, detail=f"ON {needed['ON']}, NO pass")
+        return Verdict(Label.TEST_UPDATE_POSITIVE, detail=f"ON {needed['ON']}, NO {needed['NO']}")
+    return Verdict(Label.TEST_UPDATE_NEGATIVE, detail="passes before and after its focal code changed")

@@ -1,0 +1,149 @@
+"""What curation decides without running anything: test ids, refactorings, test-utility co-changes.
+
+Refactoring checks compare *normalized token streams*: comments and layout are gone (the
+parsers' tokens), the declared method's own name is a placeholder, and local names (a
+lower-case identifier that is neither a keyword, a call, nor a member after a dot) are
+renamed in order of first use. So renaming a test or a variable, reformatting, or editing a
+comment is a refactoring; calling another method or changing a literal is not.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+import subprocess
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from miner.errors import SourceSyntaxError
+from miner.files import FilePatterns, FileRole
+from miner.gitlog import diff_blobs
+from miner.languages import Language
+
+_JAVA_KEYWORDS = frozenset(
+    re.findall(
+        r"\w+",
+        """abstract assert boolean break byte case catch char class const continue default do double else
+        enum extends final finally float for goto if implements import instanceof int interface long native
+        new package private protected public return short static strictfp super switch synchronized this
+        throw throws transient try void volatile while var yield record sealed permits non true false null""",
+    )
+)
+_KEYWORDS = {"java": _JAVA_KEYWORDS, "python": frozenset(keyword.kwlist) | {"self", "cls"}}
+_IDENTIFIER = re.compile(r"^[a-z_][A-Za-z0-9_]*$")
+_PACKAGE = re.compile(rb"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
+_SETUP_NAMES = frozenset(
+    {"setUp", "tearDown", "setup_method", "teardown_method", "setup_function", "teardown_function",
+     "setup_class", "teardown_class", "setup_module", "teardown_module", "setup", "teardown"}
+)  # fmt: skip
+_SETUP_ANNOTATIONS = re.compile(r"@(Before|After)(Each|All|Class)?\b")
+
+
+def test_id(language: str, test_file: str, file_source: bytes | None, key: str) -> str:
+    """The id a build tool runs a test method by: ``pkg.Outer.Inner#method`` or a pytest node id."""
+    qualified = key.split("(", 1)[0].split("#", 1)[0]
+    container, _, name = qualified.rpartition(".")
+    if language == "python":
+        return "::".join([test_file, *filter(None, container.split(".")), name])
+    found = _PACKAGE.search(file_source or b"")
+    package = found.group(1).decode() if found else ""
+    owner = container or Path(test_file).stem
+    return f"{package + '.' if package else ''}{owner}#{name}"
+
+
+def normalized(tokens: Sequence[str], language: str) -> tuple[str, ...]:
+    """The token stream with the method's own name and its local names made positional."""
+    keywords = _KEYWORDS.get(language, frozenset())
+    names: dict[str, str] = {}
+    out: list[str] = []
+    declared = False
+    for index, token in enumerate(tokens):
+        following = tokens[index + 1] if index + 1 < len(tokens) else ""
+        previous = tokens[index - 1] if index else ""
+        if not declared and following == "(" and _IDENTIFIER.match(token) and token not in keywords:
+            out.append("<method>")  # the first name before "(" is the declaration's
+            declared = True
+            continue
+        if (
+            _IDENTIFIER.match(token)
+            and token not in keywords
+            and following != "("
+            and previous not in (".", "@")
+        ):
+            out.append(names.setdefault(token, f"<v{len(names)}>"))
+            continue
+        out.append(token)
+    return tuple(out)
+
+
+def is_refactoring(language: Language, old_source: str, new_source: str) -> bool:
+    """Whether two versions of a method differ only by layout, comments and renames."""
+    return normalized(language.scan(old_source)[2], language.name) == normalized(
+        language.scan(new_source)[2], language.name
+    )
+
+
+def changed_test_helpers(
+    repo: Path, rev1: str, rev2: str, patterns: FilePatterns, language: Language
+) -> dict[str, set[str]]:
+    """Non-test methods of test code added or changed rev1 → rev2: test file → their names.
+
+    Set-up methods (``@Before``, ``setUp``, …) are listed under their file: they run before
+    every test there without being called.
+    """
+    changes = [
+        change
+        for change in diff_blobs(repo, rev1, rev2, None)
+        if change.new_path is not None and patterns.role(change.new_path) == FileRole.TEST
+    ]
+    found: dict[str, set[str]] = {}
+    for change in changes:
+        assert change.new_path is not None
+        old = _helpers(language, _show(repo, rev1, change.old_path)) if change.old_path else {}
+        new = _helpers(language, _show(repo, rev2, change.new_path))
+        names = {
+            method_name
+            for key, (method_name, tokens) in new.items()
+            if key not in old or normalized(old[key][1], language.name) != normalized(tokens, language.name)
+        }
+        if names:
+            found[change.new_path] = names
+    return found
+
+
+def uses_changed_helper(
+    language: str, test_file: str, test_tokens: Iterable[str], helpers: dict[str, set[str]]
+) -> str | None:
+    """The changed helper a test depends on (called, named, or a set-up of its file), if any."""
+    tokens = set(test_tokens)
+    for file, names in sorted(helpers.items()):
+        for name in sorted(names):
+            if name in tokens or (file == test_file and name.split(".")[-1] in _SETUP_NAMES | {"<setup>"}):
+                return f"{file}::{name}"
+    return None
+
+
+def _helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Non-test methods of a test file: key → (name, tokens); set-ups are named ``<setup>``-aware."""
+    if source is None:
+        return {}
+    try:
+        parsed = language.parse(source, scan="all")
+    except (SourceSyntaxError, UnicodeDecodeError, ValueError):
+        return {}
+    helpers: dict[str, tuple[str, tuple[str, ...]]] = {}
+    for method in parsed.methods:
+        if method.is_test:
+            continue
+        name = "<setup>" if _SETUP_ANNOTATIONS.search(method.source) else method.name
+        helpers[method.key] = (name, method.tokens)
+    return helpers
+
+
+def _show(repo: Path, revision: str, path: str | None) -> bytes | None:
+    if path is None:
+        return None
+    result = subprocess.run(
+        ["git", "-C", str(repo), "show", f"{revision}:{path}"], capture_output=True, check=False
+    )
+    return result.stdout if result.returncode == 0 else None
