@@ -25,6 +25,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
+import curation
 import miner
 from runners import BACKENDS
 from tasks import (
@@ -169,6 +170,158 @@ def run(
     _print_runs(store, report.runs, as_json, report.errors)
     if not report.ok:
         raise SystemExit(1)
+
+
+_CURATION_OPTIONS = (
+    click.option(
+        "--reruns",
+        type=click.IntRange(min=1),
+        default=3,
+        show_default=True,
+        help="Runs of every matrix cell; runs that disagree make the cell flaky.",
+    ),
+    click.option(
+        "--timeout",
+        "test_timeout",
+        type=float,
+        default=300,
+        show_default=True,
+        help="Seconds for one run of a cell's tests.",
+    ),
+    click.option(
+        "--max-span-hours",
+        type=float,
+        default=curation.DEFAULT_MAX_SPAN_HOURS,
+        show_default=True,
+        help="Pairs whose commits span longer are dropped (pair_span_too_long).",
+    ),
+)
+
+
+def _curation(command: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(_CURATION_OPTIONS):
+        command = option(command)
+    return command
+
+
+@app.command("curate")
+@click.option("--repo", help="Only this repository (its name).")
+@_window
+@_curation
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    help="Pairs curated at once, each in its own process [default: one per two cores].",
+)
+@click.option("--redo", is_flag=True, help="Curate again pairs that were already curated.")
+@_BACKEND
+@_BASE_IMAGE
+@_common
+def curate_command(
+    repo: str | None,
+    since: str | None,
+    until: str | None,
+    reruns: int,
+    test_timeout: float,
+    max_span_hours: float,
+    workers: int | None,
+    redo: bool,
+    backend: str,
+    base_images: tuple[str, ...],
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Prove mined candidates by execution and turn the good ones into tasks.
+
+    Builds both revisions of every mined pair once, runs each candidate's old and new test on
+    the old and new code (the 4-way matrix) --reruns times, labels it (test_generation,
+    test_update_positive, ... or a drop reason) and writes the tasks. Resumable: pairs already
+    curated are skipped unless --redo. The window applies to the date of the pair's rev2.
+
+    Example: coevo curate --repo gson --since 2024-01-01 --backend docker
+    """
+    store = open_store(db)
+    request = curation.CurateRequest(
+        repository=repo,
+        since=parse_date(since, "--since"),
+        until=parse_date(until, "--until"),
+        reruns=reruns,
+        backend=backend,
+        workers=workers,
+        redo=redo,
+        test_timeout=test_timeout,
+        max_span_hours=max_span_hours,
+        base_images=_base_images(base_images),
+    )
+    with _curation_progress(as_json) as progress:
+        report = curation.curate(store, request, progress)
+    _print_curation(report, as_json)
+    if report.errors:
+        raise SystemExit(1)
+
+
+@app.command("funnel")
+@click.option("--repo", help="Only this repository (its name).")
+@_common
+def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
+    """Count what entered and left every stage, by reason, per repository and overall.
+
+    Example: coevo funnel --json
+    """
+    overall, per_repo = curation.funnel(open_store(db), repo)
+    if as_json:
+        payload = {
+            "overall": overall.as_json(),
+            "repositories": {k: v.as_json() for k, v in per_repo.items()},
+        }
+        click.echo(json.dumps(payload, indent=2))
+        return
+    for name, counts in [*per_repo.items(), *([("overall", overall)] if len(per_repo) > 1 else [])]:
+        table = Table(title=name, title_justify="left", show_edge=False, box=None, pad_edge=False)
+        table.add_column("stage")
+        table.add_column("count", justify="right")
+        table.add_column("breakdown", overflow="fold")
+        for stage, count, detail in counts.stages():
+            table.add_row(stage, str(count), detail)
+        out.print(table)
+        out.print()
+
+
+def _print_curation(report: curation.CurateReport, as_json: bool) -> None:
+    run = report.run
+    if as_json:
+        payload = {**run.model_dump(mode="json"), "labels": dict(report.labels), "errors": report.errors}
+        click.echo(json.dumps(payload, indent=2))
+        return
+    labels = ", ".join(f"{n} {k}" for k, n in report.labels.most_common()) or "nothing new"
+    out.print(
+        f"curation: {run.status} — {run.pairs_done} pairs curated ({run.backend}): {labels}", highlight=False
+    )
+    for pair_id, message in sorted(report.errors.items()):
+        err.print(f"error: pair {pair_id}: {message} (it will be retried)", highlight=False)
+
+
+@contextmanager
+def _curation_progress(quiet: bool) -> Iterator[curation.CurateProgress]:
+    bar = Progress(
+        TextColumn("curating"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("pairs"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=quiet or not err.is_terminal,
+    )
+    current: list[TaskID] = []
+
+    def start(total: int) -> None:
+        current.append(bar.add_task("curating", total=total))
+
+    def advance(n: int) -> None:
+        bar.advance(current[-1], n)
+
+    with bar:
+        yield curation.CurateProgress(start=start, advance=advance)
 
 
 @app.command("mine")

@@ -1,3 +1,33 @@
-"""Curation by execution: the test matrix, classification and drop reasons (issue 4)."""
+"""Curation by execution: the 4-way test matrix, classification, drop reasons and the funnel."""
 
-__all__: list[str] = []
+from .classify import FAILING, TRACKS, Verdict, cells_for, classify
+from .curate import (
+    DEFAULT_MAX_SPAN_HOURS,
+    CurateProgress,
+    CurateReport,
+    CurateRequest,
+    curate,
+    curate_pair,
+    task_id,
+)
+from .funnel import Funnel, funnel
+from .workspace import WORK_ENV, work_root
+
+__all__ = [
+    "DEFAULT_MAX_SPAN_HOURS",
+    "FAILING",
+    "TRACKS",
+    "WORK_ENV",
+    "CurateProgress",
+    "CurateReport",
+    "CurateRequest",
+    "Funnel",
+    "Verdict",
+    "cells_for",
+    "classify",
+    "curate",
+    "curate_pair",
+    "funnel",
+    "task_id",
+    "work_root",
+]

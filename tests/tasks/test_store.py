@@ -66,8 +66,9 @@ def test_a_database_from_an_older_coevo_gets_the_new_columns(tmp_path: Path) -> 
     path = tmp_path / "old.db"
     with sqlite3.connect(path) as old:  # the repository table as the first coevo wrote it
         old.execute(
-            "CREATE TABLE repository (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL, location VARCHAR NOT NULL,"
-            " path VARCHAR NOT NULL, language VARCHAR NOT NULL, test_globs JSON NOT NULL,"
+            "CREATE TABLE repository (id INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+            " location VARCHAR NOT NULL, path VARCHAR NOT NULL, language VARCHAR NOT NULL,"
+            " test_globs JSON NOT NULL,"
             " exclude_globs JSON NOT NULL, watermark_sha VARCHAR, watermark_since VARCHAR(40),"
             " watermark_full_history BOOLEAN NOT NULL, added_at VARCHAR(40))"
         )

@@ -1,0 +1,640 @@
+"""`coevo curate`: every mined pair proven by execution, its candidates labelled, its tasks written.
+
+The unit of work is a revision pair. Its two revisions are built once (shared with other
+pairs through :mod:`curation.workspace`), every candidate's cells run ``reruns`` times,
+and the pair's :class:`~tasks.CuratedPair`, records and tasks are written in one
+transaction. A pair with a ``CuratedPair`` row is done: a killed run loses only the pairs in
+flight, and the next run does the rest. Pairs run in a ``concurrent.futures`` executor
+(processes), each worker writing its own results.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import subprocess
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import delete
+from sqlmodel import col, select
+
+from miner.files import FilePatterns, FileRole
+from miner.gitlog import unified_diff
+from miner.languages import Language, get_language
+from runners import Coverage, TestRun, resolve_backend
+from tasks import (
+    Candidate,
+    CoevoError,
+    CuratedPair,
+    CurationRecord,
+    CurationRun,
+    DropReason,
+    FocalLink,
+    MethodChange,
+    MethodChangeKind,
+    MinedCommit,
+    MiningRun,
+    Repository,
+    RevisionPair,
+    RunStatus,
+    Store,
+    Task,
+    TestChangeKind,
+    Track,
+    open_store,
+    utcnow,
+)
+
+from .classify import TRACKS, Verdict, cells_for, classify
+from .matrix import Cell, Side
+from .static import changed_test_helpers, is_refactoring, test_id, uses_changed_helper
+from .workspace import BuiltRevision, prepare_revision, release_revision, work_root
+
+DEFAULT_MAX_SPAN_HOURS = 6.0
+
+
+@dataclass(frozen=True)
+class CurateRequest:
+    """What to curate and how."""
+
+    repository: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    """A window on rev2's date."""
+    reruns: int = 3
+    backend: str = "auto"
+    workers: int | None = None
+    """Pairs curated at once (processes); None: one per two cores, at least one."""
+    redo: bool = False
+    test_timeout: float = 300.0
+    build_timeout: float = 1800.0
+    max_span_hours: float = DEFAULT_MAX_SPAN_HOURS
+    base_images: Mapping[str, str] | None = None
+
+
+@dataclass
+class CurateProgress:
+    """Callbacks a front end passes to follow curation (a progress bar)."""
+
+    start: Callable[[int], None] = lambda total: None
+    advance: Callable[[int], None] = lambda n: None
+
+
+@dataclass
+class CurateReport:
+    run: CurationRun
+    labels: Counter[str] = field(default_factory=Counter)
+    errors: dict[int, str] = field(default_factory=dict)
+    """Pairs that failed unexpectedly (not written; retried next run): pair id → message."""
+
+
+def curate(store: Store, request: CurateRequest, progress: CurateProgress | None = None) -> CurateReport:
+    """Curates every pending pair of the request's window; returns the run and its label counts."""
+    progress = progress or CurateProgress()
+    backend = resolve_backend(request.backend)
+    request = dataclasses.replace(request, backend=backend)
+    pending = _pending_pairs(store, request)
+    with store.session() as session:
+        run = CurationRun(backend=backend, reruns=request.reruns)
+        session.add(run)
+        session.flush()
+        session.refresh(run)
+    report = CurateReport(run)
+    progress.start(len(pending))
+    root = work_root()
+    needs = Counter(rev for _, rev1, rev2, _ in pending for rev in {rev1, rev2})
+    done = failed = 0
+
+    def finished(pair: tuple[int, str, str, int], result: PairOutcome | BaseException) -> None:
+        nonlocal done, failed
+        pair_id, rev1, rev2, repository_id = pair
+        if isinstance(result, BaseException):
+            failed += 1
+            report.errors[pair_id] = f"{type(result).__name__}: {result}"
+        else:
+            done += 1
+            report.labels.update(result.labels)
+        for rev in {rev1, rev2}:
+            needs[rev] -= 1
+            if needs[rev] == 0:
+                release_revision(root, repository_id, rev, backend)
+        progress.advance(1)
+
+    status = RunStatus.COMPLETED
+    try:
+        workers = request.workers or max(1, (os.cpu_count() or 1) // 2)
+        if workers <= 1 or len(pending) <= 1:
+            for pair in pending:
+                try:
+                    result: PairOutcome | BaseException = curate_pair(store.url, pair[0], request, run.id)
+                except Exception as exc:
+                    result = exc
+                finished(pair, result)
+        else:
+            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+                _run_pool(pool, pending, store.url, request, run.id, finished)
+    except KeyboardInterrupt:
+        status = RunStatus.INTERRUPTED
+        raise
+    finally:
+        with store.session() as session:
+            stored = session.get(CurationRun, run.id)
+            assert stored is not None
+            stored.status = status
+            stored.finished_at = utcnow()
+            stored.pairs_done, stored.pairs_failed = done, failed
+            stored.message = "; ".join(f"pair {k}: {v}" for k, v in sorted(report.errors.items()))[:4000]
+            session.add(stored)
+        report.run = stored
+    return report
+
+
+def _run_pool(
+    pool: Executor,
+    pending: Sequence[tuple[int, str, str, int]],
+    url: str,
+    request: CurateRequest,
+    run_id: int | None,
+    finished: Callable[[tuple[int, str, str, int], PairOutcome | BaseException], None],
+) -> None:
+    futures: dict[Future[PairOutcome], tuple[int, str, str, int]] = {
+        pool.submit(curate_pair, url, pair[0], request, run_id): pair for pair in pending
+    }
+    try:
+        while futures:
+            ready, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for future in ready:
+                pair = futures.pop(future)
+                error = future.exception()
+                finished(pair, error if error is not None else future.result())
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        raise
+
+
+def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str, str, int]]:
+    """(pair id, rev1, rev2, repository id) of the pairs to curate, oldest rev2 first."""
+    with store.session() as session:
+        query = select(RevisionPair).where(col(RevisionPair.id).in_(select(Candidate.pair_id).distinct()))
+        if request.repository is not None:
+            repo = session.exec(select(Repository).where(Repository.name == request.repository)).first()
+            if repo is None:
+                raise CoevoError(f"no repository named {request.repository!r} in the database")
+            query = query.where(RevisionPair.repository_id == repo.id)
+        if request.since is not None:
+            query = query.where(col(RevisionPair.rev2_date) >= request.since)
+        if request.until is not None:
+            query = query.where(col(RevisionPair.rev2_date) < request.until)
+        pairs = session.exec(query.order_by(col(RevisionPair.rev2_date), col(RevisionPair.id))).all()
+        ids = [pair.id for pair in pairs]
+        if request.redo:
+            _forget(session, ids)
+            done: set[int | None] = set()
+        else:
+            done = set(session.exec(select(CuratedPair.pair_id)).all())
+        return [
+            (p.id, p.rev1, p.rev2, p.repository_id) for p in pairs if p.id not in done and p.id is not None
+        ]
+
+
+def _forget(session: Any, pair_ids: Sequence[int | None]) -> None:
+    """Deletes what earlier curation wrote for these pairs (``--redo``)."""
+    for start in range(0, len(pair_ids), 500):
+        chunk = pair_ids[start : start + 500]
+        session.exec(delete(Task).where(col(Task.pair_id).in_(chunk)))
+        session.exec(delete(CurationRecord).where(col(CurationRecord.pair_id).in_(chunk)))
+        session.exec(delete(CuratedPair).where(col(CuratedPair.pair_id).in_(chunk)))
+
+
+# --- one pair --------------------------------------------------------------------------------------
+
+
+@dataclass
+class PairOutcome:
+    """What a worker returns to the main process (the rows are already written)."""
+
+    pair_id: int
+    labels: Counter[str]
+
+
+@dataclass
+class _Item:
+    """A candidate on its way through the pair's curation."""
+
+    candidate: Candidate
+    new_id: str
+    old_id: str | None
+    cells: dict[str, Cell] = field(default_factory=dict)
+    verdict: Verdict | None = None
+    focal: list[dict[str, Any]] = field(default_factory=list)
+
+
+def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:
+    """Curates one pair and writes its rows in one transaction (runs in a worker process)."""
+    started = time.monotonic()
+    store = open_store(url)
+    try:
+        with store.session() as session:
+            pair = session.get(RevisionPair, pair_id)
+            assert pair is not None
+            repo = session.get(Repository, pair.repository_id)
+            assert repo is not None
+            candidates = list(session.exec(select(Candidate).where(Candidate.pair_id == pair_id)).all())
+            changes = list(session.exec(select(MethodChange).where(MethodChange.pair_id == pair_id)).all())
+            links = session.exec(
+                select(FocalLink, MethodChange)
+                .join(MethodChange, col(FocalLink.method_change_id) == col(MethodChange.id))
+                .where(col(FocalLink.candidate_id).in_([c.id for c in candidates]))
+            ).all()
+        static: dict[int | None, list[tuple[str, MethodChange]]] = {}
+        for link, change in links:
+            static.setdefault(link.candidate_id, []).append((str(link.provenance), change))
+        curator = _PairCurator(repo, pair, candidates, changes, static, request)
+        items, built = curator.run()
+        with store.session() as session:
+            _write(session, repo, pair, items, built, request, run_id, time.monotonic() - started)
+        return PairOutcome(pair_id, Counter(_label_name(item) for item in items))
+    finally:
+        store.close()
+
+
+def _label_name(item: _Item) -> str:
+    assert item.verdict is not None
+    return str(item.verdict.reason) if item.verdict.reason else str(item.verdict.label)
+
+
+class _PairCurator:
+    def __init__(
+        self,
+        repo: Repository,
+        pair: RevisionPair,
+        candidates: Sequence[Candidate],
+        changes: Sequence[MethodChange],
+        static: Mapping[int | None, list[tuple[str, MethodChange]]],
+        request: CurateRequest,
+    ) -> None:
+        self.repo = repo
+        self.path = Path(repo.path)
+        self.pair = pair
+        self.language: Language = get_language(repo.language)
+        self.patterns = FilePatterns.for_language(
+            self.language, tuple(repo.test_globs), tuple(repo.exclude_globs)
+        )
+        self.candidates = sorted(candidates, key=lambda c: (c.test_file, c.test_method))
+        self.changes = changes
+        self.static = static
+        self.request = request
+        self._files: dict[tuple[str, str], bytes | None] = {}
+
+    def show(self, revision: str, path: str | None) -> bytes | None:
+        if path is None:
+            return None
+        if (revision, path) not in self._files:
+            result = subprocess.run(
+                ["git", "-C", str(self.path), "show", f"{revision}:{path}"], capture_output=True, check=False
+            )
+            self._files[revision, path] = result.stdout if result.returncode == 0 else None
+        return self._files[revision, path]
+
+    def run(self) -> tuple[list[_Item], dict[str, BuiltRevision | None]]:
+        pair, lang = self.pair, self.language.name
+        items = []
+        for candidate in self.candidates:
+            new_id = test_id(
+                lang, candidate.test_file, self.show(pair.rev2, candidate.test_file), candidate.test_method
+            )
+            old_id = None
+            if candidate.change_kind != TestChangeKind.INSERTED and candidate.old_test_file:
+                old_source = self.show(pair.rev1, candidate.old_test_file)
+                old_id = test_id(lang, candidate.old_test_file, old_source, candidate.test_method)
+            items.append(_Item(candidate, new_id, old_id))
+        self._static_checks(items)
+        built: dict[str, BuiltRevision | None] = {"rev1": None, "rev2": None}
+        runnable = [item for item in items if item.verdict is None]
+        if not runnable:
+            return items, built
+        built["rev1"], built["rev2"] = (self._prepare(pair.rev1), self._prepare(pair.rev2))
+        for side in (built["rev1"], built["rev2"]):
+            assert side is not None
+            if side.status != "ok":
+                reason = DropReason.ENV_FAILED if side.status == "env_failed" else DropReason.BUILD_FAILED
+                which = "rev1" if side is built["rev1"] else "rev2"
+                for item in runnable:
+                    item.verdict = Verdict.drop(reason, f"{which} {side.sha[:10]}: {side.message}"[:1000])
+                return items, built
+        rev1, rev2 = built["rev1"], built["rev2"]
+        assert rev1 is not None and rev2 is not None
+        old_side, new_side = _side(rev1), _side(rev2)
+        try:
+            self._run_matrix(runnable, old_side, new_side)
+        finally:
+            old_side.close()
+            new_side.close()
+        for item in runnable:
+            self._decide(item)
+        return items, built
+
+    def _prepare(self, sha: str) -> BuiltRevision:
+        return prepare_revision(
+            work_root(),
+            self.repo.id or 0,
+            self.path,
+            sha,
+            self.repo.language,
+            self.request.backend,
+            tuple(self.repo.build_args),
+            self.request.base_images,
+            self.request.build_timeout,
+        )
+
+    # --- before running anything ------------------------------------------------------------------
+
+    def _static_checks(self, items: Sequence[_Item]) -> None:
+        span_limit = self.request.max_span_hours * 3600
+        if self.pair.span_seconds > span_limit:
+            for item in items:
+                item.verdict = Verdict.drop(
+                    DropReason.PAIR_SPAN_TOO_LONG,
+                    f"span {self.pair.span_seconds / 3600:.1f} h > {self.request.max_span_hours:g} h",
+                )
+            return
+        helpers = changed_test_helpers(
+            self.path, self.pair.rev1, self.pair.rev2, self.patterns, self.language
+        )
+        for item in items:
+            candidate = item.candidate
+            if (
+                candidate.change_kind == TestChangeKind.UPDATED
+                and candidate.old_source is not None
+                and is_refactoring(self.language, candidate.old_source, candidate.new_source)
+            ):
+                item.verdict = Verdict.drop(
+                    DropReason.TEST_REFACTORING_ONLY, "the test changed only by refactoring"
+                )
+                continue
+            if candidate.change_kind == TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES:
+                continue  # its own code did not change; a changed helper is its dependency
+            tokens = self.language.scan(candidate.new_source)[2]
+            helper = uses_changed_helper(self.language.name, candidate.test_file, tokens, helpers)
+            if helper is not None:
+                item.verdict = Verdict.drop(
+                    DropReason.TEST_UTILITY_CO_CHANGE, f"uses changed test code {helper}"
+                )
+
+    # --- the matrix ---------------------------------------------------------------------------------
+
+    def _run_matrix(self, items: Sequence[_Item], old_side: Side, new_side: Side) -> None:
+        reruns = max(1, self.request.reruns)
+        timeout = self.request.test_timeout
+        pair_tag = f"p{self.pair.id}"
+        by_file: dict[str, list[_Item]] = {}
+        for item in items:
+            by_file.setdefault(item.candidate.test_file, []).append(item)
+            for cell in cells_for(item.candidate.change_kind):
+                item.cells[cell] = Cell()
+        for file_index, (test_file, group) in enumerate(sorted(by_file.items())):
+            old_file = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
+            new_content = self.show(self.pair.rev2, test_file) or b""
+            old_content = self.show(self.pair.rev1, old_file) if old_file else None
+            tag = f"{pair_tag}_{file_index}"
+
+            def ids(cell: str, old: bool, members: Sequence[_Item] = group) -> list[tuple[_Item, str]]:
+                chosen = [(i, i.old_id if old else i.new_id) for i in members if cell in i.cells]
+                return [(i, test) for i, test in chosen if test is not None]
+
+            for attempt in range(reruns):
+                first = attempt == 0
+                wanted = ids("NN", old=False)
+                if wanted:
+                    self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
+                wanted = ids("NO", old=False)
+                if wanted:
+                    run = old_side.run_cross(
+                        test_file, new_content, [t for _, t in wanted], f"{tag}_NO", timeout
+                    )
+                    self._record("NO", wanted, run)
+                wanted = ids("OO", old=True)
+                if wanted:
+                    self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
+                wanted = ids("ON", old=True)
+                if wanted and old_file is not None and old_content is not None:
+                    run = new_side.run_cross(
+                        old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
+                    )
+                    self._record("ON", wanted, run)
+
+    @staticmethod
+    def _record(cell: str, wanted: Sequence[tuple[_Item, str]], run: TestRun) -> None:
+        results = {result.test: result for result in run.results}
+        for item, test in wanted:
+            item.cells[cell].add(results[test], run.coverage.get(test))
+
+    # --- focal methods and the verdict --------------------------------------------------------------
+
+    def _decide(self, item: _Item) -> None:
+        candidate = item.candidate
+        coverage = item.cells["NN"].coverage
+        production = _production_lines(coverage, self.patterns)
+        focal: list[dict[str, Any]] = []
+        if production:
+            for change in self.changes:
+                if (
+                    change.kind == MethodChangeKind.REMOVED
+                    or change.new_start is None
+                    or change.new_end is None
+                ):
+                    continue
+                lines = production.get(change.file, frozenset())
+                if any(change.new_start <= line <= change.new_end for line in lines):
+                    focal.append(_focal(change, "coverage"))
+        else:
+            seen: set[int | None] = set()
+            for provenance, change in self.static.get(candidate.id, []):
+                if change.id not in seen:
+                    seen.add(change.id)
+                    focal.append(_focal(change, provenance))
+        item.focal = focal
+        focal_changes = [
+            c for c in self.changes if any(f["file"] == c.file and f["method"] == c.method for f in focal)
+        ]
+        deps_refactoring = bool(focal_changes) and all(self._refactored(c) for c in focal_changes)
+        improved = False
+        if "ON" in item.cells and item.cells["ON"].coverage is not None:
+            before = _production_lines(item.cells["ON"].coverage, self.patterns)
+            improved = any(lines - before.get(path, frozenset()) for path, lines in production.items())
+        item.verdict = classify(
+            candidate.change_kind,
+            {cell: result.outcome for cell, result in item.cells.items()},
+            has_focal=bool(focal),
+            coverage_measured=bool(production),
+            deps_refactoring=deps_refactoring,
+            coverage_improved=improved,
+        )
+
+    def _refactored(self, change: MethodChange) -> bool:
+        """Whether a changed production method only changed by refactoring (added ones did not)."""
+        if change.kind != MethodChangeKind.CHANGED or None in (
+            change.old_start,
+            change.old_end,
+            change.new_start,
+            change.new_end,
+        ):
+            return False
+        old = _lines(
+            self.show(self.pair.rev1, change.old_file or change.file), change.old_start, change.old_end
+        )
+        new = _lines(self.show(self.pair.rev2, change.file), change.new_start, change.new_end)
+        return old is not None and new is not None and is_refactoring(self.language, old, new)
+
+
+def _side(built: BuiltRevision) -> Side:
+    assert built.environment is not None and built.spec is not None and built.worktree is not None
+    return Side(built.environment, built.spec, built.worktree)
+
+
+def _production_lines(coverage: Coverage | None, patterns: FilePatterns) -> dict[str, frozenset[int]]:
+    if coverage is None:
+        return {}
+    return {
+        path: lines
+        for path, lines in coverage.lines.items()
+        if lines and patterns.role(path) == FileRole.PRODUCTION
+    }
+
+
+def _focal(change: MethodChange, provenance: str) -> dict[str, Any]:
+    return {
+        "file": change.file,
+        "method": change.method,
+        "kind": str(change.kind),
+        "start": change.new_start,
+        "end": change.new_end,
+        "provenance": provenance,
+    }
+
+
+def _lines(source: bytes | None, start: int | None, end: int | None) -> str | None:
+    if source is None or start is None or end is None:
+        return None
+    return "\n".join(source.decode("utf-8", errors="replace").splitlines()[start - 1 : end])
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+
+def task_id(repository: str, rev1: str, rev2: str, test_file: str, track: str) -> str:
+    """A task's id: the same pair, file and track give the same id on every run and machine."""
+    digest = hashlib.sha256("\0".join((repository, rev1, rev2, test_file, track)).encode()).hexdigest()
+    return f"{track[:3]}-{digest[:16]}"
+
+
+def _write(
+    session: Any,
+    repo: Repository,
+    pair: RevisionPair,
+    items: Sequence[_Item],
+    built: Mapping[str, BuiltRevision | None],
+    request: CurateRequest,
+    run_id: int | None,
+    seconds: float,
+) -> None:
+    rev1, rev2 = built["rev1"], built["rev2"]
+    spec = dataclasses.asdict(rev2.spec) if rev2 is not None and rev2.spec is not None else None
+    image = rev2.image if rev2 is not None else None
+    messages = [f"{name}: {b.message}" for name, b in built.items() if b is not None and b.status != "ok"]
+    assert pair.id is not None
+    session.add(
+        CuratedPair(
+            pair_id=pair.id,
+            repository_id=pair.repository_id,
+            run_id=run_id,
+            rev1_build=rev1.status if rev1 else "skipped",
+            rev2_build=rev2.status if rev2 else "skipped",
+            message="; ".join(messages)[:4000],
+            env_spec=spec,
+            image=image,
+            backend=request.backend,
+            seconds=round(seconds, 3),
+        )
+    )
+    groups: dict[tuple[str, Track], list[_Item]] = {}
+    for item in items:
+        assert item.verdict is not None
+        track = TRACKS.get(item.verdict.label)
+        if track is not None:
+            groups.setdefault((item.candidate.test_file, track), []).append(item)
+    task_of: dict[int | None, str] = {}
+    mined_at = _mined_at(session, pair)
+    for (test_file, track), members in sorted(groups.items()):
+        identifier = task_id(repo.name, pair.rev1, pair.rev2, test_file, str(track))
+        old_file = next((m.candidate.old_test_file for m in members if m.candidate.old_test_file), None)
+        focal: dict[tuple[str, str], dict[str, Any]] = {}
+        for member in members:
+            for entry in member.focal:
+                focal.setdefault((entry["file"], entry["method"]), entry)
+            task_of[member.candidate.id] = identifier
+        session.merge(
+            Task(
+                id=identifier,
+                track=track,
+                language=repo.language,
+                repository_id=pair.repository_id,
+                repository=repo.name,
+                pair_id=pair.id,
+                rev1=pair.rev1,
+                rev2=pair.rev2,
+                rev1_date=pair.rev1_date,
+                rev2_date=pair.rev2_date,
+                test_file=test_file,
+                old_test_file=old_file,
+                test_methods=[m.candidate.test_method for m in members],
+                test_ids=[m.new_id for m in members],
+                focal_methods=[focal[key] for key in sorted(focal)],
+                gold_patch=unified_diff(
+                    Path(repo.path), pair.rev1, pair.rev2, sorted({test_file, old_file or test_file})
+                ),
+                production_diff=pair.production_diff,
+                env_spec=spec,
+                image=image,
+                matrix={
+                    m.candidate.test_method: {k: c.as_json() for k, c in m.cells.items()} for m in members
+                },
+                flaky=False,
+                mined_at=mined_at,
+                curated_at=utcnow(),
+            )
+        )
+    for item in items:
+        assert item.verdict is not None and item.candidate.id is not None
+        session.add(
+            CurationRecord(
+                candidate_id=item.candidate.id,
+                pair_id=pair.id,
+                repository_id=pair.repository_id,
+                label=item.verdict.label,
+                drop_reason=item.verdict.reason,
+                detail=item.verdict.detail,
+                cells={cell: result.as_json() for cell, result in item.cells.items()},
+                focal=item.focal,
+                task_id=task_of.get(item.candidate.id),
+            )
+        )
+
+
+def _mined_at(session: Any, pair: RevisionPair) -> datetime | None:
+    run = session.exec(
+        select(MiningRun)
+        .join(MinedCommit, col(MinedCommit.run_id) == col(MiningRun.id))
+        .where(MinedCommit.repository_id == pair.repository_id, MinedCommit.sha == pair.rev2)
+    ).first()
+    return run.started_at if run is not None else None

@@ -1,0 +1,141 @@
+"""The funnel: how many units entered and left every stage, by reason, per repository and overall."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import func
+from sqlmodel import col, select
+
+from tasks import (
+    Candidate,
+    CuratedPair,
+    CurationRecord,
+    MinedCommit,
+    MiningRun,
+    Repository,
+    RevisionPair,
+    Store,
+    Task,
+    UnknownRepository,
+)
+
+
+@dataclass
+class Funnel:
+    """One repository's funnel (or the sum of all), stage by stage."""
+
+    repositories: int = 0
+    commits_scanned: int = 0
+    """Non-merge commits the selection passes read."""
+    commits_selected: int = 0
+    """Commits that touched test or production code of the language."""
+    test_commits: Counter[str] = field(default_factory=Counter)
+    """Commits that changed test code, by what the miner made of them."""
+    pairs: int = 0
+    candidates: Counter[str] = field(default_factory=Counter)
+    """By change kind."""
+    pairs_curated: int = 0
+    builds: Counter[str] = field(default_factory=Counter)
+    """Curated pairs by their builds: ``ok``, ``build_failed``, ``env_failed``, ``not_built``."""
+    records: int = 0
+    classes: Counter[str] = field(default_factory=Counter)
+    drops: Counter[str] = field(default_factory=Counter)
+    tasks: Counter[str] = field(default_factory=Counter)
+    """By track."""
+
+    def add(self, other: Funnel) -> None:
+        for name, value in vars(other).items():
+            mine = getattr(self, name)
+            if isinstance(value, Counter):
+                mine.update(value)
+            else:
+                setattr(self, name, mine + value)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            name: dict(value) if isinstance(value, Counter) else value for name, value in vars(self).items()
+        }
+
+    def stages(self) -> list[tuple[str, int, str]]:
+        """(stage, count, breakdown) rows, in pipeline order."""
+
+        def parts(counter: Counter[str]) -> str:
+            return ", ".join(f"{n} {k}" for k, n in counter.most_common())
+
+        return [
+            ("repositories", self.repositories, ""),
+            ("commits scanned", self.commits_scanned, ""),
+            ("commits selected", self.commits_selected, "touched code of the language"),
+            ("test commits", sum(self.test_commits.values()), parts(self.test_commits)),
+            ("candidate pairs", self.pairs, ""),
+            ("candidates", sum(self.candidates.values()), parts(self.candidates)),
+            ("pairs curated", self.pairs_curated, parts(self.builds)),
+            ("records", self.records, ""),
+            ("classes", sum(self.classes.values()), parts(self.classes)),
+            ("dropped", sum(self.drops.values()), parts(self.drops)),
+            ("tasks", sum(self.tasks.values()), parts(self.tasks)),
+        ]
+
+
+def funnel(store: Store, repository: str | None = None) -> tuple[Funnel, dict[str, Funnel]]:
+    """The overall funnel and each repository's (only ``repository`` when given)."""
+    per_repo: dict[str, Funnel] = {}
+    with store.session() as session:
+        repos = session.exec(select(Repository).order_by(col(Repository.name))).all()
+        if repository is not None:
+            repos = [r for r in repos if r.name == repository]
+            if not repos:
+                raise UnknownRepository(f"no repository named {repository!r} in the database")
+        for repo in repos:
+            rid = repo.id
+            f = Funnel(repositories=1)
+            scanned, selected = session.exec(
+                select(
+                    func.coalesce(func.sum(MiningRun.commits_scanned), 0),
+                    func.coalesce(func.sum(MiningRun.commits_selected), 0),
+                ).where(MiningRun.repository_id == rid)
+            ).one()
+            f.commits_scanned, f.commits_selected = int(scanned), int(selected)
+            f.test_commits = _count(session, MinedCommit.outcome, MinedCommit.repository_id == rid)
+            f.pairs = _scalar(
+                session, select(func.count(col(RevisionPair.id))).where(RevisionPair.repository_id == rid)
+            )
+            f.candidates = _count(session, Candidate.change_kind, Candidate.repository_id == rid)
+            curated = session.exec(select(CuratedPair).where(CuratedPair.repository_id == rid)).all()
+            f.pairs_curated = len(curated)
+            f.builds = Counter(_build_state(pair) for pair in curated)
+            records = session.exec(
+                select(CurationRecord.label, CurationRecord.drop_reason).where(
+                    CurationRecord.repository_id == rid
+                )
+            ).all()
+            f.records = len(records)
+            f.classes = Counter(str(label) for label, reason in records if reason is None)
+            f.drops = Counter(str(reason) for _, reason in records if reason is not None)
+            f.tasks = _count(session, Task.track, Task.repository_id == rid)
+            per_repo[repo.name] = f
+    overall = Funnel()
+    for f in per_repo.values():
+        overall.add(f)
+    return overall, per_repo
+
+
+def _build_state(pair: CuratedPair) -> str:
+    states = {pair.rev1_build, pair.rev2_build}
+    if "env_failed" in states:
+        return "env_failed"
+    if "failed" in states:
+        return "build_failed"
+    return "ok" if states == {"ok"} else "not_built"
+
+
+def _count(session: Any, column: Any, condition: Any) -> Counter[str]:
+    rows = session.exec(select(column, func.count()).where(condition).group_by(column)).all()
+    return Counter({str(key): int(n) for key, n in rows})
+
+
+def _scalar(session: Any, query: Any) -> int:
+    return int(session.exec(query).one())
