@@ -56,7 +56,7 @@ from tasks import (
 
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell, Side
-from .static import changed_test_helpers, is_refactoring, test_id, uses_changed_helper
+from .static import changed_test_helpers, is_refactoring, runnable_id, uses_changed_helper
 from .workspace import BuiltRevision, prepare_revision, release_revision, work_root
 
 DEFAULT_MAX_SPAN_HOURS = 6.0
@@ -310,13 +310,13 @@ class _PairCurator:
         pair, lang = self.pair, self.language.name
         items = []
         for candidate in self.candidates:
-            new_id = test_id(
+            new_id = runnable_id(
                 lang, candidate.test_file, self.show(pair.rev2, candidate.test_file), candidate.test_method
             )
             old_id = None
             if candidate.change_kind != TestChangeKind.INSERTED and candidate.old_test_file:
                 old_source = self.show(pair.rev1, candidate.old_test_file)
-                old_id = test_id(lang, candidate.old_test_file, old_source, candidate.test_method)
+                old_id = runnable_id(lang, candidate.old_test_file, old_source, candidate.test_method)
             items.append(_Item(candidate, new_id, old_id))
         self._static_checks(items)
         built: dict[str, BuiltRevision | None] = {"rev1": None, "rev2": None}

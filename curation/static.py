@@ -39,7 +39,7 @@ _SETUP_NAMES = frozenset(
 _SETUP_ANNOTATIONS = re.compile(r"@(Before|After)(Each|All|Class)?\b")
 
 
-def test_id(language: str, test_file: str, file_source: bytes | None, key: str) -> str:
+def runnable_id(language: str, test_file: str, file_source: bytes | None, key: str) -> str:
     """The id a build tool runs a test method by: ``pkg.Outer.Inner#method`` or a pytest node id."""
     qualified = key.split("(", 1)[0].split("#", 1)[0]
     container, _, name = qualified.rpartition(".")

@@ -1,0 +1,118 @@
+"""Classification, refactoring checks and test ids: pure functions, every branch."""
+
+from __future__ import annotations
+
+import pytest
+
+from curation import classify
+from curation.static import is_refactoring, normalized, runnable_id
+from miner.languages import get_language
+from tasks import DropReason, Label
+from tasks import TestChangeKind as Kind
+
+INSERTED, UPDATED, UNCHANGED = (
+    Kind.INSERTED,
+    Kind.UPDATED,
+    Kind.UNCHANGED_WITH_CHANGED_DEPENDENCIES,
+)
+
+
+@pytest.mark.parametrize(
+    ("kind", "cells", "label"),
+    [
+        (INSERTED, {"NN": "pass", "NO": "compile_error"}, Label.TEST_GENERATION),
+        (INSERTED, {"NN": "pass", "NO": "fail"}, Label.TEST_GENERATION),
+        (INSERTED, {"NN": "pass", "NO": "pass"}, Label.TEST_GENERATION_PASS_OLD),
+        (UPDATED, {"OO": "pass", "ON": "fail", "NO": "error", "NN": "pass"}, Label.TEST_UPDATE_POSITIVE),
+        (UPDATED, {"OO": "pass", "ON": "absent", "NO": "pass", "NN": "pass"}, Label.TEST_UPDATE_PASS_OLD),
+        (UPDATED, {"OO": "pass", "ON": "pass", "NO": "fail", "NN": "pass"},
+         Label.TEST_REFINEMENT_NO_COV_IMPROVE),
+        (UNCHANGED, {"OO": "pass", "NN": "pass"}, Label.TEST_UPDATE_NEGATIVE),
+    ],
+)  # fmt: skip
+def test_classes(kind: Kind, cells: dict[str, str], label: Label) -> None:
+    verdict = classify(kind, cells, has_focal=True, coverage_measured=True)
+    assert (verdict.label, verdict.reason) == (label, None)
+
+
+def test_refinement_with_more_coverage() -> None:
+    cells = {"OO": "pass", "ON": "pass", "NO": "pass", "NN": "pass"}
+    verdict = classify(UPDATED, cells, True, True, coverage_improved=True)
+    assert verdict.label == Label.TEST_REFINEMENT_COV_IMPROVE
+
+
+@pytest.mark.parametrize(
+    ("kind", "cells", "focal", "measured", "deps_refactoring", "reason"),
+    [
+        (INSERTED, {"NN": "pass", "NO": "timeout"}, True, True, False, DropReason.TIMEOUT),
+        (INSERTED, {"NN": "flaky", "NO": "fail"}, True, True, False, DropReason.FLAKY),
+        (INSERTED, {"NN": "fail", "NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),
+        (INSERTED, {"NN": "skipped", "NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),
+        (UPDATED, {"OO": "fail", "ON": "fail", "NO": "fail", "NN": "pass"}, True, True, False,
+         DropReason.OLD_ON_OLD_NOT_PASS),
+        (UNCHANGED, {"OO": "error", "NN": "pass"}, True, True, False, DropReason.OLD_ON_OLD_NOT_PASS),
+        (INSERTED, {"NN": "pass", "NO": "fail"}, False, True, False, DropReason.NO_FOCAL_CODE),
+        (INSERTED, {"NN": "pass", "NO": "fail"}, False, False, False, DropReason.NO_COVERAGE),
+        (INSERTED, {"NN": "pass", "NO": "fail"}, True, True, True, DropReason.DEPS_REFACTORING_ONLY),
+        (INSERTED, {"NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),  # NN never ran
+    ],
+)  # fmt: skip
+def test_drop_reasons(
+    kind: Kind,
+    cells: dict[str, str],
+    focal: bool,
+    measured: bool,
+    deps_refactoring: bool,
+    reason: DropReason,
+) -> None:
+    verdict = classify(kind, cells, focal, measured, deps_refactoring=deps_refactoring)
+    assert (verdict.label, verdict.reason) == (Label.DROPPED, reason)
+    assert verdict.detail
+
+
+def test_a_timeout_outranks_a_flaky_cell_and_a_failure() -> None:
+    cells = {"OO": "flaky", "ON": "fail", "NO": "timeout", "NN": "fail"}
+    assert classify(UPDATED, cells, True, True).reason == DropReason.TIMEOUT
+
+
+JAVA = get_language("java")
+PYTHON = get_language("python")
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "refactoring"),
+    [
+        ("@Test void a() { int x = f(1); assertEquals(2, x); }",
+         "@Test\nvoid renamed() {\n  // why\n  int y = f(1);\n  assertEquals(2, y);\n}", True),
+        ("@Test void a() { assertEquals(2, f(1)); }", "@Test void a() { assertEquals(3, f(1)); }", False),
+        ("@Test void a() { assertEquals(2, f(1)); }", "@Test void a() { assertEquals(2, g(1)); }", False),
+        ("@Test void a() { assertEquals(2, calc.total); }", "@Test void a() { assertEquals(2, calc.sum); }",
+         False),
+        ("@Test void a() { int x = 1; int y = 2; }", "@Test void a() { int y = 1; int x = 2; }", True),
+        ("@Test void a() { int x = 1; int y = x; }", "@Test void a() { int x = 1; int y = 1; }", False),
+    ],
+)  # fmt: skip
+def test_java_refactoring_is_layout_comments_and_renames(old: str, new: str, refactoring: bool) -> None:
+    assert is_refactoring(JAVA, old, new) is refactoring
+
+
+def test_python_refactoring_and_keywords_stay() -> None:
+    old = "def test_a():\n    value = f(1)\n    assert value == 2\n"
+    assert is_refactoring(PYTHON, old, "def test_b():\n    # c\n    result = f(1)\n    assert result == 2\n")
+    assert not is_refactoring(PYTHON, old, "def test_a():\n    value = f(1)\n    assert value != 2\n")
+    assert normalized(("if", "x", "is", "None"), "python") == ("if", "<v0>", "is", "None")
+
+
+def test_test_ids_from_method_keys() -> None:
+    source = b"// header\npackage org.demo.util;\n\nclass CalcTest {}\n"
+    assert runnable_id("java", "src/test/java/org/demo/util/CalcTest.java", source, "CalcTest.adds(int)") == (
+        "org.demo.util.CalcTest#adds"
+    )
+    assert runnable_id(
+        "java", "src/test/java/CalcTest.java", b"class CalcTest {}", "CalcTest.Inner.adds()"
+    ) == ("CalcTest.Inner#adds")
+    assert (
+        runnable_id("python", "tests/test_calc.py", None, "TestCalc.test_add")
+        == "tests/test_calc.py::TestCalc::test_add"
+    )
+    assert runnable_id("python", "tests/test_calc.py", None, "test_add#2") == "tests/test_calc.py::test_add"

@@ -1,0 +1,274 @@
+"""`coevo curate` on fixture histories with one case of every class and drop reason, by execution.
+
+Java runs real Maven builds and the JUnit console launcher, Python real venvs and pytest,
+both on the host (the Docker backend runs the same build tools; tests/runners/test_backends.py
+shows the two agree). The Python history also takes the crash test: curation killed with
+SIGKILL again and again, then finished, equals an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlmodel import select
+
+import miner
+from curation import CurateRequest, curate, funnel, task_id
+from tasks import Candidate, CurationRecord, Repository, RevisionPair, Task, open_store
+from tests.curation.histories import (
+    JAVA_EXPECTED,
+    PYTHON_EXPECTED,
+    java_curation_history,
+    python_curation_history,
+)
+from tests.gitrepo import GitRepo
+
+TEST_TIMEOUT = 10.0
+"""Seconds per run of a cell: the hanging test's three runs cost 30 s."""
+
+
+@dataclass
+class Curated:
+    repo: GitRepo
+    db: Path
+    work: Path
+    language: str
+    expected: dict[str, dict[str, str]]
+
+
+def _mine(repo: GitRepo, db: Path, language: str) -> None:
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language=language))
+
+
+@pytest.fixture(scope="module")
+def java_curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
+    yield from _curated(tmp_path_factory.mktemp("java"), "java", java_curation_history, JAVA_EXPECTED)
+
+
+@pytest.fixture(scope="module")
+def python_curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
+    yield from _curated(tmp_path_factory.mktemp("python"), "python", python_curation_history, PYTHON_EXPECTED)
+
+
+def _curated(
+    root: Path, language: str, history: Any, expected: dict[str, dict[str, str]]
+) -> Iterator[Curated]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COEVO_WORK", str(root / "work"))
+        patch.setenv("COEVO_VENVS", str(root.parent / "venvs"))
+        repo = history(root / "calc")
+        db = root / "coevo.db"
+        _mine(repo, db, language)
+        report = curate(open_store(db), CurateRequest(backend="local", test_timeout=TEST_TIMEOUT, workers=1))
+        assert report.errors == {}
+        assert report.run.status == "completed"
+        yield Curated(repo, db, root / "work", language, expected)
+
+
+def _labels(curated: Curated, db: Path | None = None) -> dict[str, dict[str, str]]:
+    """rev2's commit label → {test method: class or drop reason}."""
+    commit_of = {sha: label for label, sha in curated.repo.shas.items()}
+    found: dict[str, dict[str, str]] = {}
+    with open_store(db or curated.db).session() as s:
+        rows = s.exec(
+            select(CurationRecord, Candidate, RevisionPair)
+            .join(Candidate, Candidate.id == CurationRecord.candidate_id)  # type: ignore[arg-type]
+            .join(RevisionPair, RevisionPair.id == CurationRecord.pair_id)  # type: ignore[arg-type]
+        ).all()
+    for record, candidate, pair in rows:
+        label = str(record.drop_reason) if record.drop_reason else str(record.label)
+        found.setdefault(commit_of[pair.rev2], {})[candidate.test_method] = label
+    return found
+
+
+def _tasks(db: Path) -> dict[str, dict[str, Any]]:
+    with open_store(db).session() as s:
+        return {t.id: t.model_dump(exclude={"curated_at", "mined_at"}) for t in s.exec(select(Task)).all()}
+
+
+def _funnel(db: Path) -> dict[str, Any]:
+    overall, _ = funnel(open_store(db))
+    return overall.as_json()
+
+
+def _check_everything(curated: Curated) -> None:
+    assert _labels(curated) == curated.expected
+
+    counts = _funnel(curated.db)
+    every = [label for case in curated.expected.values() for label in case.values()]
+    drops = {"new_on_new_not_pass", "old_on_old_not_pass", "no_focal_code", "test_refactoring_only",
+             "deps_refactoring_only", "test_utility_co_change", "pair_span_too_long", "flaky",
+             "build_failed", "env_failed", "timeout", "no_coverage"}  # fmt: skip
+    assert counts["drops"] == dict(Counter(label for label in every if label in drops))
+    assert set(counts["drops"]) == drops  # every drop reason has its case
+    assert counts["classes"] == dict(Counter(label for label in every if label not in drops))
+    assert counts["records"] == counts["candidates"]["inserted"] + counts["candidates"]["updated"] + counts[
+        "candidates"
+    ].get("unchanged_with_changed_dependencies", 0)
+    assert counts["pairs_curated"] == len(curated.expected) == 17
+    # Three pairs were decided before building (refactoring, test utility, span); two did not build.
+    assert counts["builds"] == {"ok": 12, "not_built": 3, "build_failed": 1, "env_failed": 1}
+    assert counts["tasks"] == {"generation": 1, "update": 1}
+
+    shas = curated.repo.shas
+    tasks = _tasks(curated.db)
+    with open_store(curated.db).session() as s:
+        repo_name = s.exec(select(Repository)).one().name
+    gen_file, upd_file = (
+        ("src/test/java/demo/SubtractorTest.java", "src/test/java/demo/GreeterTest.java")
+        if curated.language == "java"
+        else ("tests/test_subtractor.py", "tests/test_greeter.py")
+    )
+    gen_id = task_id(repo_name, shas["initial"], shas["generation"], gen_file, "generation")
+    upd_id = task_id(repo_name, shas["generation pass old"], shas["update positive"], upd_file, "update")
+    assert set(tasks) == {gen_id, upd_id}
+    gen, upd = tasks[gen_id], tasks[upd_id]
+    assert (gen["track"], gen["rev1"], gen["rev2"], gen["language"]) == (
+        "generation",
+        shas["initial"],
+        shas["generation"],
+        curated.language,
+    )
+    assert gen["rev2_date"].isoformat() == "2024-05-02T10:00:00+00:00"  # the task's date is rev2's
+    assert gen["status"] == "active"
+    with open_store(curated.db).session() as s:
+        assert all(task.mined_at is not None for task in s.exec(select(Task)).all())
+    if curated.language == "java":
+        assert gen["test_ids"] == ["demo.SubtractorTest#testSubtract"]
+        assert [f["method"] for f in gen["focal_methods"]] == ["Subtractor.subtract(int,int)"]
+        assert upd["test_ids"] == ["demo.GreeterTest#testGreet"]
+    else:
+        assert gen["test_ids"] == ["tests/test_subtractor.py::test_subtract"]
+        assert [f["method"] for f in gen["focal_methods"]] == ["subtract"]
+        assert upd["test_ids"] == ["tests/test_greeter.py::test_greet"]
+    assert gen["focal_methods"][0]["provenance"] == "coverage"
+    assert "+" in gen["gold_patch"] and (
+        "testSubtract" in gen["gold_patch"] or "test_subtract" in gen["gold_patch"]
+    )
+    assert "Hello, " in upd["production_diff"] and "Hello, Bob!" in upd["gold_patch"]
+    assert gen["env_spec"]["language"] == curated.language
+    method = gen["test_methods"][0]
+    assert gen["matrix"][method]["NN"] == {"outcome": "pass", "runs": ["pass"] * 3, "message": ""}
+    assert (
+        gen["matrix"][method]["NO"]["outcome"] == "compile_error" and gen["matrix"][method]["NO"]["message"]
+    )
+    assert set(upd["matrix"][upd["test_methods"][0]]) == {"OO", "ON", "NO", "NN"}
+
+    # Every worktree was released once no pending pair needed it.
+    assert not list(curated.work.glob("repo-*/*/work"))
+
+
+@pytest.mark.maven
+@pytest.mark.slow
+def test_java_curation_gives_every_label_task_and_funnel_count(java_curated: Curated) -> None:
+    _check_everything(java_curated)
+
+
+@pytest.mark.slow
+def test_python_curation_gives_every_label_task_and_funnel_count(python_curated: Curated) -> None:
+    _check_everything(python_curated)
+
+
+@pytest.mark.slow
+def test_a_second_run_does_nothing_and_redo_gives_the_same_tasks(
+    python_curated: Curated, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COEVO_WORK", str(python_curated.work))
+    before = _tasks(python_curated.db)
+    again = curate(open_store(python_curated.db), CurateRequest(backend="local", test_timeout=TEST_TIMEOUT))
+    assert (again.run.pairs_done, sum(again.labels.values())) == (0, 0)
+    redo = curate(
+        open_store(python_curated.db),
+        CurateRequest(backend="local", test_timeout=TEST_TIMEOUT, redo=True, since=_date("2024-05-02"),
+                      until=_date("2024-05-05")),
+    )  # fmt: skip
+    assert redo.run.pairs_done == 3  # generation, generation pass old, update positive
+    assert _tasks(python_curated.db).keys() == before.keys()
+    assert _labels(python_curated) == python_curated.expected
+
+
+def _date(text: str) -> Any:
+    from datetime import UTC, datetime
+
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
+
+
+def _curated_pairs(db: Path) -> int:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        try:
+            return int(conn.execute("SELECT count(*) FROM curatedpair").fetchone()[0])
+        except sqlite3.OperationalError:
+            return 0
+
+
+@pytest.mark.slow
+def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
+    python_curated: Curated, tmp_path: Path
+) -> None:
+    db = tmp_path / "killed.db"
+    _mine(python_curated.repo, db, "python")
+    env = {
+        **os.environ,
+        "COEVO_WORK": str(tmp_path / "work"),
+        "COEVO_VENVS": str(python_curated.work.parent.parent / "venvs"),
+    }
+    exe = Path(sys.executable).parent / "coevo"
+    command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
+               "--workers", "2"]  # fmt: skip
+    for kill_after in (1, 5, 9):
+        proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        deadline = time.monotonic() + 300
+        while _curated_pairs(db) < kill_after and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, (
+            f"curation ended before the kill: {proc.stderr.read() if proc.stderr else ''}"
+        )
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole process tree, workers included
+        proc.wait()
+        assert _curated_pairs(db) < len(python_curated.expected)
+    final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert final.returncode == 0, final.stderr
+    assert "curation: completed" in final.stdout
+
+    assert _labels(python_curated, db) == python_curated.expected
+    assert _tasks(db) == _tasks(python_curated.db)
+    assert _funnel(db) == _funnel(python_curated.db)
+
+
+def test_funnel_and_curate_cli_on_an_uncurated_database(tmp_path: Path) -> None:
+    exe = Path(sys.executable).parent / "coevo"
+    repo = python_curation_history(tmp_path / "calc")
+    db = tmp_path / "c.db"
+    _mine(repo, db, "python")
+    shown = subprocess.run(
+        [str(exe), "funnel", "--db", str(db), "--json"], capture_output=True, text=True, check=False
+    )
+    assert shown.returncode == 0, shown.stderr
+    counts = json.loads(shown.stdout)
+    assert counts["overall"]["pairs"] == 17 and counts["overall"]["records"] == 0
+    assert counts["overall"]["candidates"] == {
+        "inserted": 12,
+        "updated": 5,
+        "unchanged_with_changed_dependencies": 2,
+    }
+    text = subprocess.run([str(exe), "funnel", "--db", str(db)], capture_output=True, text=True, check=False)
+    assert "candidate pairs" in text.stdout and "17" in text.stdout
+    bad = subprocess.run(
+        [str(exe), "curate", "--db", str(db), "--repo", "nope"], capture_output=True, text=True, check=False
+    )
+    assert bad.returncode == 1 and bad.stderr.splitlines() == [
+        "error: no repository named 'nope' in the database"
+    ]
