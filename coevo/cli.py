@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -39,6 +40,7 @@ from tasks import (
 )
 
 from . import __version__
+from .example import write_example
 from .pipeline import EnvironmentRun, build_and_test, environment_of, run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload.
@@ -139,39 +141,6 @@ def app() -> None:
     """Mine, curate and score a live benchmark of real test/code co-evolution."""
 
 
-@app.command()
-@_mining
-@_window
-@_common
-def run(
-    repos: tuple[str, ...],
-    language: str,
-    workers: int | None,
-    since: str | None,
-    until: str | None,
-    db: str | None,
-    as_json: bool,
-) -> None:
-    """Run the whole pipeline (today: mine) on repositories.
-
-    REPO is a local path or a clone URL. Example: coevo run ./my-repo --since 2024-01-01
-    """
-    store = open_store(db)
-    with _progress(as_json) as progress:
-        report = run_pipeline(
-            store,
-            repos,
-            since=parse_date(since, "--since"),
-            until=parse_date(until, "--until"),
-            language=language,
-            workers=workers,
-            progress=progress,
-        )
-    _print_runs(store, report.runs, as_json, report.errors)
-    if not report.ok:
-        raise SystemExit(1)
-
-
 _CURATION_OPTIONS = (
     click.option(
         "--reruns",
@@ -202,6 +171,94 @@ def _curation(command: Callable[..., None]) -> Callable[..., None]:
     for option in reversed(_CURATION_OPTIONS):
         command = option(command)
     return command
+
+
+@app.command()
+@_mining
+@_window
+@click.option(
+    "--curate/--no-curate",
+    default=True,
+    show_default=True,
+    help="Curate what was mined (build and run the candidates' tests).",
+)
+@_curation
+@_BACKEND
+@_common
+def run(
+    repos: tuple[str, ...],
+    language: str,
+    workers: int | None,
+    since: str | None,
+    until: str | None,
+    curate: bool,
+    reruns: int,
+    test_timeout: float,
+    max_span_hours: float,
+    backend: str,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run the whole pipeline on repositories: mine, then curate what was mined.
+
+    REPO is a local path or a clone URL. Try it on a small example first:
+    coevo example ./example-repo && coevo run ./example-repo
+
+    Example: coevo run ./my-repo --since 2024-01-01
+    """
+    store = open_store(db)
+    request = (
+        curation.CurateRequest(
+            reruns=reruns, backend=backend, test_timeout=test_timeout, max_span_hours=max_span_hours
+        )
+        if curate
+        else None
+    )
+    with _progress(as_json) as progress, _curation_progress(as_json) as curate_progress:
+        report = run_pipeline(
+            store,
+            repos,
+            since=parse_date(since, "--since"),
+            until=parse_date(until, "--until"),
+            language=language,
+            workers=workers,
+            progress=progress,
+            curation=request,
+            curate_progress=curate_progress,
+        )
+    if as_json:
+        names = _repository_names(store, report.runs)
+        payload = {
+            "runs": [
+                {"repository": names[r.repository_id], **r.model_dump(mode="json")} for r in report.runs
+            ],
+            "curations": [_curation_json(c) for c in report.curations],
+            "errors": report.errors,
+        }
+        click.echo(json.dumps(payload, indent=2))
+    else:
+        _print_runs(store, report.runs, False, {})
+        for curated in report.curations:
+            _print_curation(curated, False)
+        for location, message in report.errors.items():
+            err.print(f"error: {location}: {message}", highlight=False)
+    if not report.ok:
+        raise SystemExit(1)
+
+
+@app.command("example")
+@click.argument("path", type=click.Path(path_type=Path), default="example-repo", required=False)
+def example_command(path: Path) -> None:
+    """Write a tiny Python project with a short history, to try coevo on.
+
+    Its commits hold a new function with its new test and a changed behaviour with its
+    repaired test: `coevo run` on it gives one task of each track.
+
+    Example: coevo example ./example-repo && coevo run ./example-repo
+    """
+    written = write_example(path)
+    state = "wrote" if written else "already there:"
+    out.print(f"{state} {path}, a Python project with 5 commits; next: coevo run {path}", highlight=False)
 
 
 @app.command("curate")
@@ -287,11 +344,14 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
         out.print()
 
 
+def _curation_json(report: curation.CurateReport) -> dict[str, object]:
+    return {**report.run.model_dump(mode="json"), "labels": dict(report.labels), "errors": report.errors}
+
+
 def _print_curation(report: curation.CurateReport, as_json: bool) -> None:
     run = report.run
     if as_json:
-        payload = {**run.model_dump(mode="json"), "labels": dict(report.labels), "errors": report.errors}
-        click.echo(json.dumps(payload, indent=2))
+        click.echo(json.dumps(_curation_json(report), indent=2))
         return
     labels = ", ".join(f"{n} {k}" for k, n in report.labels.most_common()) or "nothing new"
     out.print(

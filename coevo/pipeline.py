@@ -1,6 +1,7 @@
 """The whole pipeline in one call: what `coevo run` and the scheduler execute.
 
-Today it mines; curation, export and the site join it as they are built.
+Today it mines each repository, then curates what was mined; export and the site join it
+as they are built.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from curation import CurateProgress, CurateReport, CurateRequest, curate
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env
@@ -19,7 +21,7 @@ from runners.environment import image_plan, prepare_environment
 from runners.envspec import maven_build_files
 from runners.images import ImagePlan, deps_image_plan
 from runners.worktree import export_revision
-from tasks import CoevoError, MiningRun, Store
+from tasks import CoevoError, MiningRun, Repository, Store
 
 
 @dataclass
@@ -27,6 +29,7 @@ class PipelineReport:
     """What one pipeline run did, per repository, and the errors that stopped a repository."""
 
     runs: list[MiningRun] = field(default_factory=list)
+    curations: list[CurateReport] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -42,8 +45,14 @@ def run_pipeline(
     language: str = "auto",
     workers: int | None = None,
     progress: Progress | None = None,
+    curation: CurateRequest | None = None,
+    curate_progress: CurateProgress | None = None,
 ) -> PipelineReport:
-    """Runs every stage for each repository; a repository that fails does not stop the others."""
+    """Runs every stage for each repository; a repository that fails does not stop the others.
+
+    ``curation`` (None: mining only) says how to curate; each repository's newly mined pairs
+    are curated right after it is mined, within the same window.
+    """
     report = PipelineReport()
     for location in locations:
         try:
@@ -56,6 +65,20 @@ def run_pipeline(
             report.errors[location] = str(exc)
             continue
         report.runs.append(run)
+        if curation is None:
+            continue
+        with store.session() as session:
+            repository = session.get(Repository, run.repository_id)
+            name = repository.name if repository else None
+        request = dataclasses.replace(curation, repository=name, since=since, until=until)
+        try:
+            curated = curate(store, request, curate_progress)
+        except CoevoError as exc:
+            report.errors[location] = f"curation: {exc}"
+            continue
+        report.curations.append(curated)
+        if curated.errors:
+            report.errors[location] = f"curation: {len(curated.errors)} pairs failed (retried next run)"
     return report
 
 

@@ -64,7 +64,7 @@ def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
 def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
     db = tmp_path / "coevo.db"
-    result = coevo("run", str(repo.path), "--db", str(db))
+    result = coevo("run", str(repo.path), "--db", str(db), "--no-curate")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("calc: completed — 17 commits read")
     assert "11 candidates" in result.stdout
@@ -89,9 +89,44 @@ def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
     assert unknown.stderr.splitlines() == ["error: no repository named 'nope' (known: calc)"]
 
 
+def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    made = coevo("example", "example-repo", cwd=tmp_path)
+    assert made.stdout.startswith("wrote example-repo"), made.stderr
+    again = coevo("example", "example-repo", cwd=tmp_path)  # the README command can be run twice
+    assert again.returncode == 0 and again.stdout.startswith("already there: example-repo")
+    result = coevo("run", "example-repo", "--backend", "local", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "example-repo: completed — 5 commits read, 5 selected, 4 changed tests (0 already mined), 2 pairs, "
+        "2 candidates, 0 files skipped",
+        "curation: completed — 2 pairs curated (local): 1 test_generation, 1 test_update_positive",
+    ]
+    funnel = json.loads(coevo("funnel", "--json", cwd=tmp_path).stdout)
+    assert funnel["overall"]["tasks"] == {"generation": 1, "update": 1}
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    taken = coevo("example", "taken", cwd=tmp_path)
+    assert taken.returncode == 1
+    assert taken.stderr.splitlines() == [
+        "error: taken exists and is not empty: choose a new folder for the example"
+    ]
+
+
 def test_run_reports_a_bad_repository_and_mines_the_good_one(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
-    result = coevo("run", str(tmp_path / "missing"), str(repo.path), "--db", str(tmp_path / "c.db"), "--json")
+    result = coevo(
+        "run",
+        str(tmp_path / "missing"),
+        str(repo.path),
+        "--db",
+        str(tmp_path / "c.db"),
+        "--json",
+        "--no-curate",
+    )
     assert result.returncode == 1
     data = json.loads(result.stdout)
     assert [r["repository"] for r in data["runs"]] == ["calc"]
