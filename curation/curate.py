@@ -355,6 +355,7 @@ class _PairCurator:
             tuple(self.repo.build_args),
             self.request.base_images,
             self.request.build_timeout,
+            sorted({path for c in self.candidates for path in (c.test_file, c.old_test_file) if path}),
         )
 
     # --- before running anything ------------------------------------------------------------------

@@ -10,7 +10,9 @@ outcome, and the next user starts that revision over.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -54,8 +56,17 @@ class BuiltRevision:
     image: str | None = None
 
 
-def revision_dir(root: Path, repository_id: int, sha: str, backend: str) -> Path:
-    return root / f"repo-{repository_id}" / f"{sha}-{backend}"
+def revision_dir(root: Path, repository_id: int, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:
+    scope = "-" + hashlib.sha256("\0".join(modules).encode()).hexdigest()[:8] if modules else ""
+    return root / f"repo-{repository_id}" / f"{sha}-{backend}{scope}"
+
+
+def focus_modules(spec: EnvSpec, test_files: Sequence[str]) -> EnvSpec:
+    """``spec`` restricted to the Maven modules that hold ``test_files`` (all when the root does)."""
+    needed = {spec.module_for(path) for path in test_files}
+    if spec.language != "java" or not needed or "" in needed or len(spec.modules) <= 1:
+        return spec
+    return dataclasses.replace(spec, build_modules=tuple(sorted(needed)))
 
 
 def prepare_revision(
@@ -68,16 +79,22 @@ def prepare_revision(
     build_args: Sequence[str] = (),
     base_images: Mapping[str, str] | None = None,
     timeout: float = 1800,
+    test_files: Sequence[str] = (),
 ) -> BuiltRevision:
-    """The revision exported and built (once, whoever asks first), or why it could not be."""
-    folder = revision_dir(root, repository_id, sha, backend)
+    """The revision exported and built (once, whoever asks first), or why it could not be.
+
+    In a multi-module Maven project only the modules holding ``test_files`` are built, with
+    what they need: other modules (integration tests, samples) often need more than
+    ``test-compile`` gives them.
+    """
     try:
-        spec = detect_env(GitTree(repo_path, sha), language)
+        spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
     except CoevoError as exc:
         return BuiltRevision(sha, "env_failed", str(exc))
     image = environment.image.tag if environment.image else None
+    folder = revision_dir(root, repository_id, sha, backend, spec.build_modules)
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
@@ -89,6 +106,9 @@ def prepare_revision(
                 built = _build(environment, spec, worktree, timeout)
             except CoevoError as exc:
                 built = BuildResult(False, str(exc))
+            if _killed(built):
+                # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
+                raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps({"ok": built.ok, "message": built.message}))
             temporary.replace(outcome)
@@ -98,13 +118,27 @@ def prepare_revision(
 
 
 def release_revision(root: Path, repository_id: int, sha: str, backend: str) -> None:
-    """Deletes a revision's worktree (no pair needs it any more)."""
-    folder = revision_dir(root, repository_id, sha, backend)
-    with _locked(folder):
-        shutil.rmtree(folder / "work", ignore_errors=True)
-        (folder / "build.json").unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        folder.rmdir()
+    """Deletes a revision's worktrees, whatever modules they built (no pair needs them any more)."""
+    base = revision_dir(root, repository_id, sha, backend)
+    for folder in sorted(base.parent.glob(base.name + "*")):
+        if not folder.is_dir():
+            continue
+        with _locked(folder):
+            shutil.rmtree(folder / "work", ignore_errors=True)
+            (folder / "build.json").unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+
+
+class BuildInterrupted(CoevoError):
+    """A build was killed by a signal it did not ask for; nothing about the revision is recorded."""
+
+
+def _killed(built: BuildResult) -> bool:
+    log = built.log
+    if log is None or log.timed_out or built.ok:
+        return False
+    return log.exit_code is None or log.exit_code in (137, 143)  # 128 + SIGKILL, SIGTERM (via a shell)
 
 
 def _build(environment: Environment, spec: EnvSpec, worktree: Path, timeout: float) -> BuildResult:

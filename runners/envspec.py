@@ -127,6 +127,8 @@ class EnvSpec:
     """Maven modules, as folders relative to the root (``""`` is the root project)."""
     install: tuple[tuple[str, ...], ...] = ()
     """pip install argument lists, in order (Python)."""
+    build_modules: tuple[str, ...] = ()
+    """When set, only these Maven modules and the modules they need are built (``-pl … -am``)."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """How each value was found, for `coevo env show`."""
 

@@ -120,6 +120,7 @@ def build_command(
         *([f"-Dmaven.repo.local.tail={repo_tail}"] if repo_tail else []),
         *SKIP_PROPERTIES,
         *extra_args,
+        *(["-pl", ",".join(spec.build_modules), "-am"] if spec.build_modules else []),
         "test-compile",
         f"{DEPENDENCY_PLUGIN}:build-classpath",
         f"-Dmdep.outputFile={_DEPS_FILE}",

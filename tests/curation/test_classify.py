@@ -6,7 +6,10 @@ import pytest
 
 from curation import classify
 from curation.static import is_refactoring, normalized, runnable_id
+from curation.workspace import focus_modules
 from miner.languages import get_language
+from runners import EnvSpec
+from runners.maven import build_command
 from tasks import DropReason, Label
 from tasks import TestChangeKind as Kind
 
@@ -116,3 +119,15 @@ def test_test_ids_from_method_keys() -> None:
         == "tests/test_calc.py::TestCalc::test_add"
     )
     assert runnable_id("python", "tests/test_calc.py", None, "test_add#2") == "tests/test_calc.py::test_add"
+
+
+def test_only_the_modules_holding_the_tests_are_built() -> None:
+    spec = EnvSpec("java", "17", "maven", modules=("", "core", "it/jpms"))
+    focused = focus_modules(spec, ["core/src/test/java/a/ATest.java"])
+    assert focused.build_modules == ("core",)
+    command = build_command(focused, "/m2")
+    assert command[command.index("-pl") : command.index("-pl") + 3] == ["-pl", "core", "-am"]
+    assert focus_modules(spec, ["src/test/java/RootTest.java"]) == spec  # the root needs everything
+    single = EnvSpec("java", "17", "maven", modules=("",))
+    assert focus_modules(single, ["src/test/java/ATest.java"]) == single
+    assert "-pl" not in build_command(spec, "/m2")
