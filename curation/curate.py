@@ -336,6 +336,13 @@ class _PairCurator:
         assert rev1 is not None and rev2 is not None
         old_side, new_side = _side(rev1), _side(rev2)
         try:
+            for item in runnable:
+                for name, matrix_side, revision in (("rev1", old_side, rev1), ("rev2", new_side, rev2)):
+                    if not matrix_side.runs_tests_of(item.candidate.test_file):
+                        detail = f"{name} {revision.sha[:10]}: {revision.message}"[:1000]
+                        item.verdict = Verdict.drop(DropReason.BUILD_FAILED, detail)
+                        break
+            runnable = [item for item in runnable if item.verdict is None]
             self._run_matrix(runnable, old_side, new_side)
         finally:
             old_side.close()
@@ -552,7 +559,7 @@ def _write(
     rev1, rev2 = built["rev1"], built["rev2"]
     spec = dataclasses.asdict(rev2.spec) if rev2 is not None and rev2.spec is not None else None
     image = rev2.image if rev2 is not None else None
-    messages = [f"{name}: {b.message}" for name, b in built.items() if b is not None and b.status != "ok"]
+    messages = [f"{name}: {b.message}" for name, b in built.items() if b is not None and b.message]
     assert pair.id is not None
     session.add(
         CuratedPair(

@@ -69,6 +69,13 @@ class Side:
             self._sandbox.close()
             self._sandbox = None
 
+    def runs_tests_of(self, test_file: str) -> bool:
+        """Whether the module holding ``test_file`` built (a partial Maven build lacks some)."""
+        tool = self.environment.tool
+        if not isinstance(tool, MavenTool):
+            return True
+        return self.spec.module_for(test_file) in tool.built_modules(self.sandbox, self.spec)
+
     def run(self, ids: Sequence[str], timeout: float, coverage: bool = False) -> TestRun:
         """The revision's own test methods."""
         return self.environment.tool.run_tests(self.sandbox, self.spec, ids, timeout, coverage=coverage)

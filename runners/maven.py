@@ -116,6 +116,7 @@ def build_command(
         "-q",
         "-e",
         "-Dstyle.color=never",
+        "--fail-at-end",
         f"-Dmaven.repo.local={maven_repo}",
         *([f"-Dmaven.repo.local.tail={repo_tail}"] if repo_tail else []),
         *SKIP_PROPERTIES,
@@ -232,8 +233,6 @@ class MavenTool:
             log = sandbox.exec([*command[:1], "-U", *command[1:]], timeout, env={"JAVA_HOME": str(jdk.home)})
         if log.timed_out:
             return BuildResult(False, f"maven timed out after {timeout:g}s", log)
-        if not log.ok:
-            return BuildResult(False, _maven_error(log, sandbox.workdir), log)
         written = 0
         for module in spec.modules or ("",):
             deps = sandbox.read_file(_in_module(module, _DEPS_FILE))
@@ -246,10 +245,18 @@ class MavenTool:
             ]
             sandbox.write_file(classpath_file(module), "\n".join(entries).encode() + b"\n")
             written += 1
+        if not log.ok and not written:
+            return BuildResult(False, _maven_error(log, sandbox.workdir), log)
         if not written:
             return BuildResult(False, "maven built but wrote no classpath for any module", log)
         sandbox.write_file(f"{STATE_DIR}/.gitignore", b"*\n")
+        if not log.ok:  # --fail-at-end: the other modules built; their tests can run
+            return BuildResult(True, f"some modules did not build: {_maven_error(log, sandbox.workdir)}", log)
         return BuildResult(True, "", log)
+
+    def built_modules(self, sandbox: Sandbox, spec: EnvSpec) -> list[str]:
+        """The modules of a built worktree whose tests can run (a partial build lacks some)."""
+        return [module for module in spec.modules or ("",) if sandbox.read_file(classpath_file(module))]
 
     # --- tests -----------------------------------------------------------------------------------
 

@@ -178,6 +178,22 @@ def test_multi_module_tests_run_in_their_module_against_sibling_classes(multi: B
 
 @pytest.mark.maven
 @needs_maven
+def test_a_module_that_does_not_build_leaves_the_others_runnable(tmp_path: Path) -> None:
+    root = projects.multi_module_project(tmp_path / "multi")
+    app_test = root / "app/src/test/java/demo/app/AppTest.java"
+    app_test.write_text(app_test.read_text().replace("Calc.add(2, 2)", "Calc.nope(2, 2)"))
+    built = _build(root)
+    assert built.result.ok
+    assert built.result.message.startswith(
+        "some modules did not build: app/src/test/java/demo/app/AppTest.java:"
+    )
+    assert TOOL.built_modules(built.box, built.spec) == ["", "core"]  # the parent, and core
+    run = TOOL.run_tests(built.box, built.spec, ["demo.CalcTest#adds"], timeout=120, module="core")
+    assert _outcomes(run.results) == {"demo.CalcTest#adds": Outcome.PASS}
+
+
+@pytest.mark.maven
+@needs_maven
 def test_coverage_is_per_test_and_exact(jupiter: Built) -> None:
     tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#noSuchMethod"]
     run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120, coverage=True)
