@@ -214,7 +214,8 @@ def run(
         if curate
         else None
     )
-    with _progress(as_json) as progress, _curation_progress(as_json) as curate_progress:
+    with _bar(as_json) as (start, advance):
+        progress, curate_progress = _mine_bar(start, advance), _curate_bar(start, advance)
         report = run_pipeline(
             store,
             repos,
@@ -363,25 +364,21 @@ def _print_curation(report: curation.CurateReport, as_json: bool) -> None:
 
 @contextmanager
 def _curation_progress(quiet: bool) -> Iterator[curation.CurateProgress]:
-    bar = Progress(
-        TextColumn("curating"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("pairs"),
-        TimeRemainingColumn(),
-        console=err,
-        disable=quiet or not err.is_terminal,
+    """A rich progress bar on stderr over the pairs being curated."""
+    with _bar(quiet) as (start, advance):
+        yield _curate_bar(start, advance)
+
+
+def _curate_bar(
+    start: Callable[[str, int, str], None], advance: Callable[[int], None]
+) -> curation.CurateProgress:
+    return curation.CurateProgress(start=lambda total: start("curating", total, "pairs"), advance=advance)
+
+
+def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], None]) -> miner.Progress:
+    return miner.Progress(
+        start=lambda name, total: start(f"mining {name}", total, "commits"), advance=advance
     )
-    current: list[TaskID] = []
-
-    def start(total: int) -> None:
-        current.append(bar.add_task("curating", total=total))
-
-    def advance(n: int) -> None:
-        bar.advance(current[-1], n)
-
-    with bar:
-        yield curation.CurateProgress(start=start, advance=advance)
 
 
 @app.command("mine")
@@ -670,25 +667,32 @@ def _jsonable(value: object) -> object:
 @contextmanager
 def _progress(quiet: bool) -> Iterator[miner.Progress]:
     """A rich progress bar on stderr, one task per repository."""
+    with _bar(quiet) as (start, advance):
+        yield _mine_bar(start, advance)
+
+
+@contextmanager
+def _bar(quiet: bool) -> Iterator[tuple[Callable[[str, int, str], None], Callable[[int], None]]]:
+    """One rich progress display on stderr (off for JSON and pipes): (start a task, advance it)."""
     bar = Progress(
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("commits"),
+        TextColumn("{task.fields[unit]}"),
         TimeRemainingColumn(),
         console=err,
         disable=quiet or not err.is_terminal,
     )
     current: list[TaskID] = []
 
-    def start(name: str, total: int) -> None:
-        current.append(bar.add_task(f"mining {name}", total=total))
+    def start(description: str, total: int, unit: str) -> None:
+        current.append(bar.add_task(description, total=total, unit=unit))
 
     def advance(n: int) -> None:
         bar.advance(current[-1], n)
 
     with bar:
-        yield miner.Progress(start=start, advance=advance)
+        yield start, advance
 
 
 def _print_runs(store: Store, runs: list[MiningRun], as_json: bool, errors: dict[str, str]) -> None:
