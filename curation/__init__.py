@@ -11,13 +11,11 @@ from .curate import (
     task_id,
 )
 from .funnel import Funnel, funnel
-from .workspace import WORK_ENV, work_root
 
 __all__ = [
     "DEFAULT_MAX_SPAN_HOURS",
     "FAILING",
     "TRACKS",
-    "WORK_ENV",
     "CurateProgress",
     "CurateReport",
     "CurateRequest",
@@ -29,5 +27,4 @@ __all__ = [
     "curate_pair",
     "funnel",
     "task_id",
-    "work_root",
 ]

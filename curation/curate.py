@@ -1,7 +1,7 @@
 """`coevo curate`: every mined pair proven by execution, its candidates labelled, its tasks written.
 
 The unit of work is a revision pair. Its two revisions are built once (shared with other
-pairs through :mod:`curation.workspace`), every candidate's cells run ``reruns`` times,
+pairs through :mod:`runners.revisions`), every candidate's cells run ``reruns`` times,
 and the pair's :class:`~tasks.CuratedPair`, records and tasks are written in one
 transaction. A pair with a ``CuratedPair`` row is done: a killed run loses only the pairs in
 flight, and the next run does the rest. Pairs run in a ``concurrent.futures`` executor
@@ -31,6 +31,8 @@ from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
 from runners import Coverage, TestRun, resolve_backend
+from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
+from runners.sides import Side
 from tasks import (
     Candidate,
     CoevoError,
@@ -55,9 +57,8 @@ from tasks import (
 )
 
 from .classify import TRACKS, Verdict, cells_for, classify
-from .matrix import Cell, Side
+from .matrix import Cell
 from .static import changed_test_helpers, is_refactoring, runnable_id, uses_changed_helper
-from .workspace import BuiltRevision, prepare_revision, release_revision, work_root
 
 DEFAULT_MAX_SPAN_HOURS = 6.0
 

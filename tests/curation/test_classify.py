@@ -6,10 +6,10 @@ import pytest
 
 from curation import classify
 from curation.static import is_refactoring, normalized, runnable_id
-from curation.workspace import focus_modules
 from miner.languages import get_language
 from runners import EnvSpec
 from runners.maven import build_command
+from runners.revisions import focus_modules
 from tasks import DropReason, Label
 from tasks import TestChangeKind as Kind
 

@@ -1,4 +1,4 @@
-"""Built revisions shared by the pairs that need them: one worktree and one build per revision.
+"""Built revisions, one worktree and one build each, shared by the pairs and tasks that need them.
 
 Consecutive pairs share revisions (one pair's rev2 is often the next one's rev1), so a
 revision is exported and built once, under a file lock: a second worker that needs it waits
@@ -20,17 +20,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from runners import (
-    BuildResult,
-    Environment,
-    EnvSpec,
-    GitTree,
-    detect_env,
-    export_revision,
-    prepare_environment,
-)
-from runners.envspec import maven_build_files
 from tasks import CoevoError
+
+from .buildtools import BuildResult
+from .environment import Environment, prepare_environment
+from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
 

@@ -1,0 +1,114 @@
+"""A built revision that runs tests: its own, or another revision's version of a test file.
+
+A *cross* run places the other test file beside the code and compiles just that file (Java:
+``javac`` into a folder put first on the classpath; Python: a copy next to the original under
+a unique name), so the worktree's own files are never changed and many runs (curation's
+matrix cells, scoring an agent's test file) can share one built worktree.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Sequence
+from pathlib import Path
+
+from .buildtools import TestRun
+from .environment import Environment
+from .envspec import EnvSpec
+from .maven import MavenTool
+from .results import Outcome, TestResult
+from .sandbox import Sandbox
+
+_CROSS_ROOT = ".coevo/cross"
+
+
+class Side:
+    """A built revision of a repository, ready to run tests (network off)."""
+
+    def __init__(self, environment: Environment, spec: EnvSpec, worktree: Path) -> None:
+        self.environment = environment
+        self.spec = spec
+        self.worktree = worktree
+        self._sandbox: Sandbox | None = None
+
+    @property
+    def sandbox(self) -> Sandbox:
+        if self._sandbox is None:
+            self._sandbox = self.environment.sandbox(self.worktree)
+        return self._sandbox
+
+    def close(self) -> None:
+        if self._sandbox is not None:
+            self._sandbox.close()
+            self._sandbox = None
+
+    def runs_tests_of(self, test_file: str) -> bool:
+        """Whether the module holding ``test_file`` built (a partial Maven build lacks some)."""
+        tool = self.environment.tool
+        if not isinstance(tool, MavenTool):
+            return True
+        return self.spec.module_for(test_file) in tool.built_modules(self.sandbox, self.spec)
+
+    def run(self, ids: Sequence[str], timeout: float, coverage: bool = False) -> TestRun:
+        """The revision's own test methods."""
+        return self.environment.tool.run_tests(self.sandbox, self.spec, ids, timeout, coverage=coverage)
+
+    def run_cross(
+        self,
+        test_file: str,
+        content: bytes,
+        ids: Sequence[str],
+        tag: str,
+        timeout: float,
+        coverage: bool = False,
+    ) -> TestRun:
+        """``ids`` of ``content`` (another revision's ``test_file``) run on this revision's code.
+
+        Results come back under the ids asked for; a file that does not compile gives each of
+        them ``compile_error`` with the compiler's first error.
+        """
+        if self.spec.language == "java":
+            return self._run_cross_java(test_file, content, ids, tag, timeout, coverage)
+        return self._run_cross_python(test_file, content, ids, tag, timeout, coverage)
+
+    def _run_cross_java(
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
+    ) -> TestRun:
+        tool = self.environment.tool
+        assert isinstance(tool, MavenTool)
+        source = f"{_CROSS_ROOT}/{tag}/src/{test_file}"
+        classes = f"{_CROSS_ROOT}/{tag}/classes"
+        module = self.spec.module_for(test_file)
+        if self.sandbox.read_file(source) is None or self.sandbox.read_file(f"{classes}/.ok") is None:
+            self.sandbox.write_file(source, content)
+            compiled = tool.compile_test_file(
+                self.sandbox, self.spec, source, classpath_module=module, timeout=timeout, output_dir=classes
+            )
+            if not compiled.ok:
+                return TestRun(tuple(TestResult(t, Outcome.COMPILE_ERROR, compiled.message) for t in ids))
+            self.sandbox.write_file(f"{classes}/.ok", b"")
+        return tool.run_tests(
+            self.sandbox, self.spec, ids, timeout, coverage=coverage, module=module, extra_classpath=[classes]
+        )
+
+    def _run_cross_python(
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
+    ) -> TestRun:
+        folder, name = posixpath.split(test_file)
+        placed = posixpath.join(folder, f"test_coevo_{tag}__{name}")
+        renamed = {test: placed + test[len(test_file) :] for test in ids if test.startswith(test_file + "::")}
+        target = self.worktree / placed
+        target.write_bytes(content)
+        try:
+            run = self.run(list(renamed.values()), timeout, coverage)
+        finally:
+            target.unlink(missing_ok=True)
+        back = {placed_id: test for test, placed_id in renamed.items()}
+        results = tuple(
+            TestResult(back.get(r.test, r.test), r.outcome, r.message, r.duration) for r in run.results
+        )
+        missing = tuple(
+            TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in renamed
+        )
+        cover = {back.get(test, test): lines for test, lines in run.coverage.items()}
+        return TestRun(results + missing, cover, run.log)
