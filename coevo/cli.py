@@ -25,11 +25,15 @@ from rich.progress import (
 )
 from rich.table import Table
 from rich.text import Text
+from sqlmodel import select
 
 import curation
 import miner
-from runners import BACKENDS
+from runners import BACKENDS, resolve_backend, scoring
+from runners.agents import find_agent
+from runners.scoring import ScoreOptions
 from tasks import (
+    AgentRun,
     CoevoError,
     MiningRun,
     Repository,
@@ -379,6 +383,145 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
     return miner.Progress(
         start=lambda name, total: start(f"mining {name}", total, "commits"), advance=advance
     )
+
+
+@app.command("score")
+@click.option(
+    "--agent", "agent_name", required=True, help="The agent: a name from --agents-file, gold or noop."
+)
+@click.option(
+    "--agents-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="A TOML file declaring agents ([agents.NAME] command, model, cutoff, timeout, network, mount).",
+)
+@click.option(
+    "--agent-cmd", help="An inline agent command template (placeholders: {workspace} {prompt} ...)."
+)
+@click.option("--after", metavar="DATE", help="Only tasks dated after this day (their rev2's date).")
+@click.option("--model-cutoff", is_flag=True, help="Only tasks dated after the agent's own training cutoff.")
+@click.option("--track", type=click.Choice(["generation", "update"]), help="Only tasks of this track.")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Tasks scored at once."
+)
+@click.option("--redo", is_flag=True, help="Score again the tasks this agent was already scored on.")
+@click.option(
+    "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
+)
+@_BACKEND
+@_common
+def score_command(
+    agent_name: str,
+    agents_file: Path | None,
+    agent_cmd: str | None,
+    after: str | None,
+    model_cutoff: bool,
+    track: str | None,
+    workers: int,
+    redo: bool,
+    test_timeout: float,
+    backend: str,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Run an agent on the tasks dated after a cutoff and judge what it writes.
+
+    Each run gets a fresh workspace (the new code, the test file reset, no history, no
+    network unless the agent declares it) and keeps only the test file. Finished task and
+    agent pairs are kept; run again to resume.
+
+    Example: coevo score --agent my-agent --agents-file agents.toml --model-cutoff
+    """
+    if after and model_cutoff:
+        raise click.UsageError("give --after or --model-cutoff, not both")
+    agent = find_agent(agent_name, agents_file, agent_cmd)
+    options = ScoreOptions(backend=resolve_backend(backend), test_timeout=test_timeout)
+    with _bar(as_json) as (start, advance):
+        started: list[bool] = []
+
+        def progress(done: int, total: int) -> None:
+            if not started:
+                start(f"scoring {agent.name}", total, "tasks")
+                started.append(True)
+            advance(1)
+
+        report = scoring.score(
+            open_store(db),
+            agent,
+            parse_date(after, "--after"),
+            model_cutoff,
+            track,
+            options,
+            workers,
+            redo,
+            progress,
+        )
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(report), indent=2))
+    else:
+        out.print(
+            f"{agent.name}: {report.scored} tasks scored, {report.skipped} already scored", highlight=False
+        )
+    for task, message in sorted(report.errors.items()):
+        err.print(f"error: task {task}: {message}", highlight=False)
+    if report.errors:
+        raise SystemExit(1)
+
+
+@app.command("leaderboard")
+@click.option("--after", metavar="DATE", help="Only tasks dated after this day.")
+@_common
+def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> None:
+    """The agents, best Success% first: pass, failure and success rates, coverage, wall time.
+
+    Rates are macro-averages over tasks, in percent, over the methods the harness could
+    judge (HrnsFail% is the share it could not: never counted against an agent).
+
+    Example: coevo leaderboard --after 2025-06-01
+    """
+    standings = scoring.leaderboard(open_store(db), parse_date(after, "--after"))
+    if as_json:
+        click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
+        return
+    table = Table(show_edge=False, box=None, pad_edge=False)
+    for column in ("agent", "model", "tasks", "Success%", "Pass%", "CmplFail%", "ExecFail%", "HrnsFail%",
+                   "CovOnPass", "MutOnPass", "seconds"):  # fmt: skip
+        table.add_column(column, justify="left" if column in ("agent", "model") else "right")
+    for s in standings:
+        table.add_row(
+            s.agent, s.model, str(s.tasks), f"{s.success_rate:.1f}", f"{s.pass_rate:.1f}",
+            f"{s.compile_fail_rate:.1f}", f"{s.exec_fail_rate:.1f}", f"{s.harness_fail_rate:.1f}",
+            "-" if s.coverage_on_pass is None else f"{s.coverage_on_pass:.1f}",
+            "-" if s.mutation_on_pass is None else f"{s.mutation_on_pass:.1f}", f"{s.seconds:.1f}",
+        )  # fmt: skip
+    out.print(table if standings else "no agent has been scored yet", highlight=False)
+
+
+@app.command("show-run")
+@click.argument("agent")
+@click.argument("task")
+@_common
+def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> None:
+    """Show one agent's run on one task: its prompt, its log, its diff, each method's outcome.
+
+    Example: coevo show-run my-agent gen-0123456789abcdef
+    """
+    with open_store(db).session() as session:
+        run = session.exec(select(AgentRun).where(AgentRun.agent == agent, AgentRun.task_id == task)).first()
+    if run is None:
+        raise CoevoError(f"no run of agent {agent!r} on task {task!r}")
+    if as_json:
+        click.echo(json.dumps(run.model_dump(mode="json"), indent=2))
+        return
+    out.print(f"agent {run.agent} on task {run.task_id}: {run.status}, {run.seconds:.1f}s", highlight=False)
+    for method, outcome in run.outcomes.items():
+        detail = f" — {outcome['message'].splitlines()[0]}" if outcome.get("message") else ""
+        success = " (success)" if outcome.get("success") else ""
+        out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False, markup=False)
+    if run.discarded:
+        out.print(f"discarded changes to: {', '.join(run.discarded)}", highlight=False, markup=False)
+    for title, text in (("prompt", run.prompt), ("agent log", run.log), ("diff of the test file", run.diff)):
+        out.print(f"\n--- {title} ---", highlight=False)
+        out.print(text.rstrip() or "(empty)", highlight=False, markup=False)
 
 
 @app.command("mine")

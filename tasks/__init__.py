@@ -2,6 +2,7 @@
 
 from .errors import CoevoError
 from .models import (
+    AgentRun,
     AwareDateTime,
     Candidate,
     CommitOutcome,
@@ -32,6 +33,7 @@ from .store import DB_ENV, DEFAULT_DB, Store, StoreError, database_url, open_sto
 __all__ = [
     "DB_ENV",
     "DEFAULT_DB",
+    "AgentRun",
     "AwareDateTime",
     "Candidate",
     "CandidateListing",

@@ -376,3 +376,45 @@ class Task(SQLModel, table=True):
     mined_at: datetime | None = _aware(nullable=True)
     curated_at: datetime | None = _aware(now=True)
     status: TaskStatus = TaskStatus.ACTIVE
+
+
+# --- scoring -------------------------------------------------------------------------------------
+
+
+class AgentRun(SQLModel, table=True):
+    """One agent on one task: what it was asked, what it wrote, and how its test methods did.
+
+    Written once, whole, when the run is over: a scored task-agent pair is never run again
+    unless asked.
+    """
+
+    __table_args__ = (UniqueConstraint("task_id", "agent"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(foreign_key="task.id", index=True)
+    agent: str = Field(index=True)
+    model: str = ""
+    status: str = ""
+    """``done``: the agent ran and was judged; ``timeout``: it ran out of time (its file is still
+    judged); ``harness_fail``: coevo could not prepare or judge the run."""
+    outcomes: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """Test method → ``{"outcome": pass|exec_fail|compile_fail|harness_fail, "success": bool,
+    "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``."""
+    pass_rate: float = 0.0
+    success_rate: float = 0.0
+    compile_fail_rate: float = 0.0
+    exec_fail_rate: float = 0.0
+    harness_fail_rate: float = 0.0
+    coverage_on_pass: float | None = None
+    """Line coverage of the focal methods by the agent's passing methods (None: none passed)."""
+    mutation_on_pass: float | None = None
+    prompt: str = Field(default="", sa_column=Column(Text, nullable=False))
+    log: str = Field(default="", sa_column=Column(Text, nullable=False))
+    diff: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """What the agent changed in the test file (unified diff against the reset file)."""
+    discarded: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """Other files the agent changed: never used, listed here."""
+    seconds: float = 0.0
+    tokens: int | None = None
+    cost: float | None = None
+    finished_at: datetime | None = _aware(now=True)
