@@ -37,7 +37,7 @@ from sqlmodel import col, select
 
 from tasks import AgentRun, CoevoError, Repository, Store, Task, TaskStatus, Track
 
-from .agents import Agent
+from .agents import Agent, BadAgent
 from .buildtools import Coverage
 from .docker_sandbox import DockerSandbox, docker_client
 from .results import Outcome
@@ -428,7 +428,7 @@ def score(
     options = options or ScoreOptions()
     cutoff = agent.cutoff if model_cutoff else after
     if model_cutoff and cutoff is None:
-        raise CoevoError(f"agent {agent.name} declares no cutoff: give --after DATE instead")
+        raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")
     with store.session() as session:
         tasks = active_tasks_after(
             session.exec(select(Task).order_by(col(Task.rev2_date))).all(), cutoff, track

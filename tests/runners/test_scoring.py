@@ -1,0 +1,256 @@
+"""Scoring agents on real curated tasks (the example history: one generation, one update task).
+
+The built-in agents run in-process; command agents run in Docker containers (the only way an
+untrusted agent cannot read the host), so those tests need a daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+import miner
+from coevo.example import write_example
+from curation import CurateRequest, curate
+from runners.agents import Agent, BadAgent, find_agent, load_agents
+from runners.scoring import ScoreOptions, leaderboard, prepare_workspace, score
+from tasks import AgentRun, Repository, Task, Track, open_store
+
+GOLD_GENERATION = "triangle(4, 3) == 6"
+"""A line only the developer's new test has: no workspace may contain it."""
+GOLD_UPDATE = "with pytest.raises(ValueError)"
+
+
+@dataclass
+class Tasks:
+    root: Path
+    db: Path
+    repo: Path
+    generation: Task
+    update: Task
+
+
+@pytest.fixture(scope="module")
+def tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tasks]:
+    root = tmp_path_factory.mktemp("scoring")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COEVO_WORK", str(root / "work"))
+        patch.setenv("COEVO_VENVS", str(root / "venvs"))
+        repo = root / "example"
+        write_example(repo)
+        db = root / "coevo.db"
+        miner.mine(open_store(db), miner.MineRequest(location=str(repo)))
+        assert not curate(open_store(db), CurateRequest(backend="local", workers=1)).errors
+        with open_store(db).session() as s:
+            found = {t.track: t for t in s.exec(select(Task)).all()}
+        yield Tasks(root, db, repo, found[Track.GENERATION], found[Track.UPDATE])
+
+
+def _copy_db(source: Path, target: Path) -> None:
+    """A copy of a live WAL database, its last writes included."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+
+
+def _runs(db: Path, agent: str) -> dict[str, AgentRun]:
+    with open_store(db).session() as s:
+        return {r.task_id: r for r in s.exec(select(AgentRun).where(AgentRun.agent == agent)).all()}
+
+
+def test_the_workspace_holds_the_new_code_and_no_answer(tasks: Tasks, tmp_path: Path) -> None:
+    for task, gold, kept, focal in (
+        (tasks.generation, GOLD_GENERATION, "def test_rectangle", "def triangle"),
+        (tasks.update, GOLD_UPDATE, "assert rectangle(-2, 3) == -6", "def rectangle"),
+    ):
+        workspace = prepare_workspace(task, tasks.repo, tmp_path / task.id)
+        test_file = (workspace.repo / task.test_file).read_text()
+        assert gold not in test_file and kept in test_file
+        assert "def triangle" in (workspace.repo / "shapes.py").read_text()  # the new code
+        git = ["git", "-C", str(workspace.repo)]
+        assert (
+            subprocess.run([*git, "rev-list", "--all", "--count"], capture_output=True, text=True).stdout
+            == "1\n"
+        )
+        assert subprocess.run([*git, "remote"], capture_output=True, text=True).stdout == ""
+        objects = subprocess.run(
+            [*git, "cat-file", "--batch-all-objects", "--batch"], capture_output=True
+        ).stdout
+        assert gold.encode() not in objects
+        assert gold not in workspace.prompt
+        assert focal in (workspace.task_dir / "prompt.md").read_text()  # the changed method's new source
+    assert "test_triangle" in prepare_workspace(tasks.generation, tasks.repo, tmp_path / "p").prompt
+
+
+def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COEVO_WORK", str(tasks.root / "work"))
+    options = ScoreOptions(backend="local", test_timeout=120)
+    for name in ("gold", "noop"):
+        report = score(open_store(tasks.db), find_agent(name), options=options)
+        assert (report.scored, report.errors) == (2, {})
+    gold = _runs(tasks.db, "gold")
+    assert {r.pass_rate for r in gold.values()} == {1.0} and {r.success_rate for r in gold.values()} == {1.0}
+    assert all(r.coverage_on_pass is not None and r.coverage_on_pass > 0 for r in gold.values())
+    generation = gold[tasks.generation.id].outcomes["test_triangle"]
+    assert (generation["new"], generation["old"], generation["success"]) == ("pass", "compile_error", True)
+    noop = _runs(tasks.db, "noop")
+    assert {r.success_rate for r in noop.values()} == {0.0}
+    assert noop[tasks.generation.id].outcomes["test_triangle"]["outcome"] == "exec_fail"  # never written
+    assert noop[tasks.update.id].outcomes["test_rectangle"]["outcome"] == "exec_fail"  # the old test fails
+    standings = leaderboard(open_store(tasks.db))
+    assert [(s.agent, s.tasks, s.success_rate, s.pass_rate) for s in standings] == [
+        ("gold", 2, 100.0, 100.0),
+        ("noop", 2, 0.0, 0.0),
+    ]
+    assert standings[0].groups["track"] == {
+        "generation": {"tasks": 1, "pass": 100.0, "success": 100.0},
+        "update": {"tasks": 1, "pass": 100.0, "success": 100.0},
+    }
+    again = score(open_store(tasks.db), find_agent("gold"), options=options)
+    assert (again.scored, again.skipped) == (0, 2)  # resumable: finished pairs are kept
+
+
+def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Path) -> None:
+    agents = tmp_path / "agents.toml"
+    agents.write_text('[agents.late]\ncommand = "true"\ncutoff = 2026-09-20\nmodel = "m-1"\n')
+    late = load_agents(agents)["late"]
+    assert late.cutoff == datetime(2026, 9, 20, tzinfo=UTC) and late.model == "m-1"
+    db = tmp_path / "c.db"
+    _copy_db(tasks.db, db)
+    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.root / "work")
+    cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
+    report = score(open_store(db), find_agent("noop"), after=cutoff, options=options, redo=True)
+    assert report.scored == 1  # the generation task is dated exactly at the cutoff: not after it
+    assert set(_runs(db, "noop")) == {tasks.update.id}
+    by_model = score(open_store(db), late, model_cutoff=True, options=options)
+    assert by_model.scored == 1 and set(_runs(db, "late")) == {tasks.update.id}
+    with pytest.raises(BadAgent, match="declares no cutoff"):
+        score(open_store(db), Agent("x", "true"), model_cutoff=True, options=options)
+    with pytest.raises(BadAgent, match="unknown placeholder 'nope'"):
+        Agent("y", "run {nope}").argv({})
+
+
+# --- command agents, in Docker ----------------------------------------------------------------------
+
+AGENTS = {
+    "pass_both.py": """import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+text = path.read_text().replace("import rectangle, square, triangle", "import rectangle, square")
+path.write_text(text + "\\n\\ndef test_triangle():\\n    assert square(2) == 4\\n")
+""",
+    "edits_production.py": """import pathlib, sys
+pathlib.Path("shapes.py").write_text("def triangle(base, height):\\n    return 0\\n")
+path = pathlib.Path(sys.argv[1])
+path.write_text(path.read_text().replace("import rectangle, square", "import rectangle, square, triangle")
+                + "\\n\\ndef test_triangle():\\n    assert triangle(4, 3) == 6\\n")
+""",
+    "syntax_error.py": """import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+path.write_text(path.read_text() + "\\n\\ndef test_triangle(:\\n    pass\\n")
+""",
+    "snoop.py": """import os, pathlib, socket, subprocess
+gold = "triangle(4, 3) " + "== 6"
+found = []
+for name, value in os.environ.items():
+    if gold in value:
+        found.append("env:" + name)
+objects = subprocess.run(["git", "cat-file", "--batch-all-objects", "--batch"], capture_output=True).stdout
+if gold.encode() in objects:
+    found.append(".git")
+for top in ["/"]:
+    for folder, dirs, files in os.walk(top):
+        dirs[:] = [d for d in dirs if os.path.join(folder, d) not in ("/proc", "/sys", "/dev")]
+        for name in files:
+            path = os.path.join(folder, name)
+            try:
+                if os.path.getsize(path) < 5_000_000 and gold.encode() in open(path, "rb").read():
+                    found.append(path)
+            except OSError:
+                pass
+network = "blocked"
+for host, port in (("pypi.org", 443), ("1.1.1.1", 53), ("172.17.0.1", 22)):
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+        network = "open:" + host
+    except OSError:
+        pass
+print("SEARCHED", os.getcwd(), "parents", str(pathlib.Path.cwd().parent))
+print("LEAKS", sorted(found))
+print("NETWORK", network)
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def agents_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("agents")
+    lines = []
+    for name, source in AGENTS.items():
+        stem = name.removesuffix(".py")
+        (root / stem).mkdir()  # each agent sees only its own folder
+        (root / stem / name).write_text(source)
+        lines += [f"[agents.{stem}]", f'command = "python3 /agent/{name} {{test_file}}"', f'mount = "{stem}"',
+                  "timeout = 120", ""]  # fmt: skip
+    lines += ["[agents.hangs]", 'command = "sleep 600"', "timeout = 5", ""]
+    (root / "agents.toml").write_text("\n".join(lines))
+    return root / "agents.toml"
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path: Path) -> None:
+    db = tmp_path / "c.db"
+    _copy_db(tasks.db, db)
+    exe = Path(sys.executable).parent / "coevo"
+    env_work = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tasks.root / "venvs")}
+    for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs"):
+        result = subprocess.run(
+            [str(exe), "score", "--agent", agent, "--agents-file", str(agents_file), "--db", str(db),
+             "--backend", "docker", "--track", "generation", "--timeout", "120"],
+            capture_output=True, text=True, env={**os.environ, **env_work}, check=False,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    gid = tasks.generation.id
+    run = {
+        agent: _runs(db, agent)[gid]
+        for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs")
+    }
+
+    both = run["pass_both"].outcomes["test_triangle"]
+    assert (both["outcome"], both["old"], both["success"]) == ("pass", "pass", False)
+    assert (run["pass_both"].pass_rate, run["pass_both"].success_rate) == (1.0, 0.0)
+
+    edited = run["edits_production"]
+    assert edited.discarded == ["shapes.py"]
+    assert edited.outcomes["test_triangle"]["outcome"] == "pass"  # judged on the real code, not its edit
+    assert edited.success_rate == 1.0
+
+    assert run["syntax_error"].outcomes["test_triangle"]["outcome"] == "compile_fail"
+
+    assert run["hangs"].status == "timeout"
+    assert run["hangs"].outcomes["test_triangle"]["outcome"] == "exec_fail"
+
+    log = run["snoop"].log
+    assert "SEARCHED /workspace parents /" in log
+    assert "LEAKS []" in log, log
+    assert "NETWORK blocked" in log, log
+
+    show = [str(exe), "show-run", "edits_production", gid, "--db", str(db)]
+    shown = subprocess.run(show, capture_output=True, text=True, check=False)
+    assert (
+        "discarded changes to: shapes.py" in shown.stdout and "--- diff of the test file ---" in shown.stdout
+    )
+    board_command = [str(exe), "leaderboard", "--db", str(db), "--json"]
+    board = json.loads(subprocess.run(board_command, capture_output=True, text=True, check=False).stdout)
+    assert board[0]["agent"] == "edits_production" and board[0]["success_rate"] == 100.0
+    with open_store(db).session() as s:
+        assert s.exec(select(Repository)).one().name == "example"
