@@ -483,15 +483,20 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return
     table = Table(show_edge=False, box=None, pad_edge=False)
-    for column in ("agent", "model", "tasks", "Success%", "Pass%", "CmplFail%", "ExecFail%", "HrnsFail%",
-                   "CovOnPass", "MutOnPass", "seconds"):  # fmt: skip
+    columns = ("agent", "model", "tasks", "Success%", "Pass%", "CmplFail%", "ExecFail%", "HrnsFail%",
+               "CovOnPass", "MutOnPass", "seconds", "tokens", "cost")  # fmt: skip
+    for column in columns:
         table.add_column(column, justify="left" if column in ("agent", "model") else "right")
+
+    def shown(value: float | None, digits: int = 1) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for s in standings:
         table.add_row(
-            s.agent, s.model, str(s.tasks), f"{s.success_rate:.1f}", f"{s.pass_rate:.1f}",
-            f"{s.compile_fail_rate:.1f}", f"{s.exec_fail_rate:.1f}", f"{s.harness_fail_rate:.1f}",
-            "-" if s.coverage_on_pass is None else f"{s.coverage_on_pass:.1f}",
-            "-" if s.mutation_on_pass is None else f"{s.mutation_on_pass:.1f}", f"{s.seconds:.1f}",
+            s.agent, s.model, str(s.tasks), shown(s.success_rate), shown(s.pass_rate),
+            shown(s.compile_fail_rate), shown(s.exec_fail_rate), shown(s.harness_fail_rate),
+            shown(s.coverage_on_pass), shown(s.mutation_on_pass), shown(s.seconds), shown(s.tokens, 0),
+            shown(s.cost, 2),
         )  # fmt: skip
     out.print(table if standings else "no agent has been scored yet", highlight=False)
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -46,6 +47,8 @@ from .sandbox import LocalSandbox, Sandbox
 from .sides import Side
 from .worktree import export_revision
 
+USAGE_PREFIX = "COEVO_USAGE "
+"""An agent reports what it used with a line ``COEVO_USAGE {"tokens": 1234, "cost": 0.05}``."""
 OUTCOMES = ("pass", "exec_fail", "compile_fail", "harness_fail")
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "coevo",
@@ -311,6 +314,22 @@ def _focal_coverage(task: Task, built: BuiltRevision, covered: Mapping[str, set[
     return hit / total if total else None
 
 
+def _usage(log: str) -> tuple[int | None, float | None]:
+    """Tokens and cost an agent reported: its last ``COEVO_USAGE {"tokens": N, "cost": X}`` line."""
+    for line in reversed(log.splitlines()):
+        if line.startswith(USAGE_PREFIX):
+            try:
+                usage = json.loads(line[len(USAGE_PREFIX) :])
+                tokens, cost = usage.get("tokens"), usage.get("cost")
+                return (
+                    int(tokens) if tokens is not None else None,
+                    float(cost) if cost is not None else None,
+                )
+            except (ValueError, TypeError, AttributeError):
+                return None, None
+    return None, None
+
+
 def _outcome(
     kind: str, message: str, success: bool = False, new: str | None = None, old: str | None = None
 ) -> dict[str, Any]:
@@ -350,6 +369,7 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
         run.prompt = workspace.prompt
         output = run_agent(agent, task, workspace, repo_path, new.image)
         run.log, run.discarded = output.log, output.discarded
+        run.tokens, run.cost = _usage(output.log)
         run.diff = "".join(
             difflib.unified_diff(
                 (workspace.given or b"").decode(errors="replace").splitlines(keepends=True),
@@ -480,6 +500,9 @@ class Standing:
     coverage_on_pass: float | None
     mutation_on_pass: float | None
     seconds: float
+    tokens: float | None = None
+    """Mean tokens per task, over the runs that reported them; likewise ``cost``."""
+    cost: float | None = None
     groups: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
     """By ``track``, ``language``, ``repository`` and ``window`` (half-years): Pass% and Success%."""
 
@@ -494,6 +517,11 @@ def leaderboard(store: Store, after: datetime | None = None) -> list[Standing]:
             by_agent.setdefault(run.agent, []).append((run, task))
     standings = [_standing(agent, runs) for agent, runs in by_agent.items()]
     return sorted(standings, key=lambda s: (-s.success_rate, -s.pass_rate, s.agent))
+
+
+def _mean_of(values: Sequence[float | int | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return round(sum(present) / len(present), 4) if present else None
 
 
 def _half_year(task: Task) -> str:
@@ -543,5 +571,7 @@ def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
         coverage_on_pass=mean([r.coverage_on_pass for r, _ in runs]),
         mutation_on_pass=mean([r.mutation_on_pass for r, _ in runs]),
         seconds=round(sum(r.seconds for r, _ in runs) / len(runs), 1),
+        tokens=_mean_of([r.tokens for r, _ in runs]),
+        cost=_mean_of([r.cost for r, _ in runs]),
         groups=groups,
     )

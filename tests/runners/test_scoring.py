@@ -154,6 +154,7 @@ path.write_text(path.read_text().replace("import rectangle, square", "import rec
                 + "\\n\\ndef test_triangle():\\n    assert triangle(4, 3) == 6\\n")
 """,
     "syntax_error.py": """import pathlib, sys
+print('COEVO_USAGE {"tokens": 1200, "cost": 0.25}')
 path = pathlib.Path(sys.argv[1])
 path.write_text(path.read_text() + "\\n\\ndef test_triangle(:\\n    pass\\n")
 """,
@@ -235,6 +236,7 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
     assert edited.success_rate == 1.0
 
     assert run["syntax_error"].outcomes["test_triangle"]["outcome"] == "compile_fail"
+    assert (run["syntax_error"].tokens, run["syntax_error"].cost) == (1200, 0.25)  # as the agent reported
 
     assert run["hangs"].status == "timeout"
     assert run["hangs"].outcomes["test_triangle"]["outcome"] == "exec_fail"
