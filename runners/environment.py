@@ -19,7 +19,15 @@ from tasks import CoevoError
 from .buildtools import BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, docker_client
 from .envspec import EnvSpec
-from .images import IMAGE_DEPS_REPO, ImagePlan, base_image_plan, build_image, deps_image_plan, host_ca_bundle
+from .images import (
+    IMAGE_DEPS_REPO,
+    IMAGE_PIT,
+    ImagePlan,
+    base_image_plan,
+    build_image,
+    deps_image_plan,
+    host_ca_bundle,
+)
 from .jdk import Jdk
 from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
@@ -145,6 +153,7 @@ def prepare_environment(
         ),
         maven_args=build_args,
         repo_tail=IMAGE_DEPS_REPO if build_files else None,
+        pit_dir=IMAGE_PIT,
     )
     m2 = ((Path(maven_repository()), _IMAGE_M2),)
     return Environment("docker", spec, maven, plan, m2), cached

@@ -19,12 +19,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tasks import CoevoError
 
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import Jdk, choose_jdk
+from .mutation import FocalMethod, MutationResult, parse_mutations, pit_jars
 from .results import Outcome, TestResult, parse_junit_xml
 from .sandbox import ExecResult, Sandbox
 from .tools import tool_jar
@@ -191,7 +193,8 @@ class MavenTool:
     ``maven_repo``, ``tool_path`` and ``jdk`` say where things are as the sandbox sees
     them; the defaults are this host's (``$COEVO_M2``, the tool cache, installed JDKs).
     ``maven_args`` are added to the build command; ``repo_tail`` is a read-only repository
-    searched after ``maven_repo`` (the deps image's).
+    searched after ``maven_repo`` (the deps image's); ``pit_dir`` holds PIT's jars as the
+    sandbox sees them (default: resolved on this host).
     """
 
     name = "maven"
@@ -203,9 +206,11 @@ class MavenTool:
         jdk: Callable[[str], Jdk] = choose_jdk,
         maven_args: Sequence[str] = (),
         repo_tail: str | None = None,
+        pit_dir: str | None = None,
     ) -> None:
         self._maven_repo = maven_repo
         self._repo_tail = repo_tail
+        self._pit_dir = pit_dir
         self._maven_args = tuple(maven_args)
         self._tool_path = tool_path or (lambda name: str(tool_jar(name)))
         self._jdk = jdk
@@ -352,6 +357,67 @@ class MavenTool:
         if not log.ok:
             return BuildResult(False, _javac_error(log), log)
         return BuildResult(True, "", log)
+
+    # --- mutation ----------------------------------------------------------------------------------
+
+    def mutation(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        test_class: str,
+        test_methods: Sequence[str],
+        focal: Sequence[FocalMethod],
+        timeout: float,
+        module: str | None = None,
+        extra_classpath: Sequence[str] = (),
+        only_focal: bool = True,
+    ) -> MutationResult:
+        """PIT's verdict on the mutants of the focal methods, by ``test_methods`` of ``test_class``.
+
+        The focal classes are mutated; with ``only_focal`` every other method of them is left
+        out (PIT's ``excludedMethods``), which is what makes it cheap. Only mutants on the focal
+        methods' lines count. Tests that fail without mutation are skipped.
+        """
+        jdk = self._jdk(spec.language_version)
+        module = spec.module_for(focal[0].file) if module is None else module
+        classpath = [
+            *(_absolute(sandbox.workdir, e) for e in extra_classpath),
+            *self._classpath(sandbox, module),
+        ]
+        console = self._tool_path(_console_tool(classpath))
+        run = f"{STATE_DIR}/runs/{uuid.uuid4().hex}"
+        jvm_classpath = [*self._pit_jars(), *_launch_classpath(classpath, sandbox.workdir, console)]
+        classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
+        classes = sorted({f.class_name for f in focal})
+        keep = {f.method for f in focal}
+        excluded = sorted({name for f in focal for name in f.siblings} - keep) if only_focal else []
+        command = [
+            str(jdk.java),
+            *classpath_args,
+            "org.pitest.mutationtest.commandline.MutationCoverageReport",
+            "--reportDir", _absolute(sandbox.workdir, f"{run}/pit"),
+            "--targetClasses", ",".join(classes),
+            "--targetTests", test_class,
+            "--includedTestMethods", ",".join(test_methods),
+            "--skipFailingTests",
+            "--sourceDirs", _absolute(sandbox.workdir, _in_module(module, "src/main/java")),
+            "--outputFormats", "XML",
+            "--timestampedReports=false",
+            "--threads", "1",
+            *(["--excludedMethods", ",".join(excluded)] if excluded else []),
+        ]  # fmt: skip
+        log = sandbox.exec(command, timeout, env=env, cwd=_absolute(sandbox.workdir, module))
+        report = sandbox.read_file(f"{run}/pit/mutations.xml")
+        sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
+        if report is None:
+            reason = "timed out" if log.timed_out else _last_line(log)
+            return MutationResult((), f"PIT wrote no report: {reason}", log)
+        return MutationResult(tuple(m for m in parse_mutations(report) if _on_focal(m, focal)), "", log)
+
+    def _pit_jars(self) -> list[str]:
+        if self._pit_dir is not None:
+            return [f"{self._pit_dir}/*"]
+        return [str(path) for path in pit_jars()]
 
     # --- helpers ---------------------------------------------------------------------------------
 
@@ -620,6 +686,13 @@ def _outcome(test: _TestId, launch: _Launch) -> TestResult:
     if launch.log.timed_out:
         return TestResult(test.requested, Outcome.TIMEOUT, "the test run timed out")
     return TestResult(test.requested, Outcome.ABSENT, "not run: no such test method")
+
+
+def _on_focal(mutant: Any, focal: Sequence[FocalMethod]) -> bool:
+    return any(
+        mutant.class_name.split("$")[0] == f.class_name.split("$")[0] and f.start <= mutant.line <= f.end
+        for f in focal
+    )
 
 
 def _maven_error(log: ExecResult, workdir: str) -> str:

@@ -252,6 +252,7 @@ def _changed(repo: Path) -> list[str]:
 class Verdict:
     outcomes: dict[str, dict[str, Any]]
     coverage_on_pass: float | None
+    mutation_on_pass: float | None = None
 
 
 def judge(
@@ -265,9 +266,11 @@ def judge(
     new_side = _side(new)
     try:
         new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
+        on_new = {r.test: r for r in new_run.results}
+        passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
+        mutation = new_side.mutation_score(task.test_file, passing, task.focal_methods, tag, timeout * 4)
     finally:
         new_side.close()
-    on_new = {r.test: r for r in new_run.results}
     on_old = {}
     if old is not None:
         old_side = _side(old)
@@ -292,7 +295,7 @@ def judge(
         success = kind == "pass" and (task.track == Track.UPDATE or old_outcome != "pass")
         outcomes[method] = _outcome(kind, result.message, success, str(result.outcome), old_outcome)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
-    return Verdict(outcomes, _focal_coverage(task, new, covered) if passed else None)
+    return Verdict(outcomes, _focal_coverage(task, new, covered) if passed else None, mutation)
 
 
 def _focal_coverage(task: Task, built: BuiltRevision, covered: Mapping[str, set[int]]) -> float | None:
@@ -380,6 +383,7 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
         )
         verdict = judge(task, output.content, new, old, options.test_timeout)
     run.status = "timeout" if output.timed_out else "done"
+    run.mutation_on_pass = verdict.mutation_on_pass
     return _finish(run, task, verdict.outcomes, verdict.coverage_on_pass, started)
 
 

@@ -16,6 +16,7 @@ from .buildtools import TestRun
 from .environment import Environment
 from .envspec import EnvSpec
 from .maven import MavenTool
+from .mutation import java_focal_methods
 from .results import Outcome, TestResult
 from .sandbox import Sandbox
 
@@ -70,6 +71,31 @@ class Side:
         if self.spec.language == "java":
             return self._run_cross_java(test_file, content, ids, tag, timeout, coverage)
         return self._run_cross_python(test_file, content, ids, tag, timeout, coverage)
+
+    def mutation_score(
+        self, test_file: str, tests: Sequence[str], focal: Sequence[dict], tag: str, timeout: float
+    ) -> float | None:
+        """The share of the focal methods' mutants that ``tests`` (ids of a file :meth:`run_cross`
+        placed under ``tag``) detect; None when not measured (Python, no mutant, no report)."""
+        tool = self.environment.tool
+        if not isinstance(tool, MavenTool) or not tests:
+            return None
+        sources = {f["file"]: data for f in focal if (data := self.sandbox.read_file(f["file"])) is not None}
+        methods = java_focal_methods(focal, sources)
+        if not methods:
+            return None
+        test_class = tests[0].split("#")[0]
+        result = tool.mutation(
+            self.sandbox,
+            self.spec,
+            test_class,
+            [test.split("#")[1] for test in tests],
+            methods,
+            timeout,
+            module=self.spec.module_for(test_file),
+            extra_classpath=[f"{_CROSS_ROOT}/{tag}/classes"],
+        )
+        return result.score
 
     def _run_cross_java(
         self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool

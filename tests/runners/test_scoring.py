@@ -256,3 +256,32 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
     assert board[0]["agent"] == "edits_production" and board[0]["success_rate"] == 100.0
     with open_store(db).session() as s:
         assert s.exec(select(Repository)).one().name == "example"
+
+
+@pytest.mark.maven
+@pytest.mark.slow
+def test_gold_on_java_tasks_kills_the_focal_mutants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Java: gold passes, succeeds, covers and kills PIT's mutants of the focal methods; noop does not."""
+    from tests.curation.histories import java_curation_history
+
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    repo = java_curation_history(tmp_path / "calc")
+    db = tmp_path / "c.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="java"))
+    until = datetime(2024, 5, 5, tzinfo=UTC)  # generation, generation pass old, update positive
+    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1, until=until)).errors
+    options = ScoreOptions(backend="local", test_timeout=120)
+    for name in ("gold", "noop"):
+        assert score(open_store(db), find_agent(name), options=options).errors == {}
+    gold = list(_runs(db, "gold").values())
+    assert len(gold) == 2
+    assert all((r.pass_rate, r.success_rate) == (1.0, 1.0) for r in gold)
+    assert all(r.coverage_on_pass and r.mutation_on_pass and r.mutation_on_pass > 0 for r in gold), [
+        (r.coverage_on_pass, r.mutation_on_pass) for r in gold
+    ]
+    noop = list(_runs(db, "noop").values())
+    assert all(r.success_rate == 0.0 and r.mutation_on_pass is None for r in noop)
+    (standing, *_) = leaderboard(open_store(db))
+    assert (
+        standing.agent == "gold" and standing.mutation_on_pass is not None and standing.mutation_on_pass > 0
+    )
