@@ -1,0 +1,95 @@
+"""Benchmark mutation scoring: PIT restricted to the focal methods against PIT over the focal classes.
+
+For each Java task of a curated database (the first ``--tasks``), it builds rev2 once and runs
+PIT twice with the task's own test methods (the developer's, as the ``gold`` agent writes them):
+
+* **focal**: the focal classes mutated with every other method left out (what scoring does);
+* **classes**: the whole focal classes mutated.
+
+It checks that every mutant inside the focal methods gets the same verdict both ways, prints
+each task's times and the ratio (``speedup: N.Nx``), and the mean cost of mutation scoring per
+task. It exits 1 when a verdict differs.
+
+Example::
+
+    coevo curate --db /tmp/gson.db --repo gson --since 2025-12-01
+    python bench/mutation_speed.py --db /tmp/gson.db --tasks 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sqlmodel import col, select
+
+from runners import LocalSandbox, MavenTool
+from runners.mutation import java_focal_methods
+from runners.revisions import prepare_revision
+from tasks import Repository, Task, open_store
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", required=True, help="a database `coevo curate` filled")
+    parser.add_argument("--tasks", type=int, default=3, help="Java tasks to take (default 3)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per build or PIT run")
+    args = parser.parse_args()
+    store = open_store(args.db)
+    with store.session() as s:
+        tasks = s.exec(select(Task).where(Task.language == "java").order_by(col(Task.rev2_date))).all()
+        repos = {r.id: r for r in s.exec(select(Repository)).all()}
+    tasks = [t for t in tasks if t.focal_methods][: args.tasks]
+    if not tasks:
+        print("no Java task with focal methods in the database")
+        return 2
+    os.environ.setdefault("COEVO_WORK", tempfile.mkdtemp(prefix="coevo-bench-mutation-"))
+    work = Path(os.environ["COEVO_WORK"])
+    tool = MavenTool()
+    totals = {"focal": 0.0, "classes": 0.0}
+    differ = 0
+    for task in tasks:
+        repo = repos[task.repository_id]
+        built = prepare_revision(
+            work, repo.id or 0, Path(repo.path), task.rev2, "java", "local", tuple(repo.build_args),
+            timeout=args.timeout, test_files=[task.test_file],
+        )  # fmt: skip
+        if built.status != "ok" or built.spec is None or built.worktree is None:
+            print(f"{task.id}: rev2 did not build ({built.message}); skipped")
+            continue
+        box = LocalSandbox(built.worktree)
+        sources = {f["file"]: (built.worktree / f["file"]).read_bytes() for f in task.focal_methods}
+        focal = java_focal_methods(task.focal_methods, sources)
+        test_class = task.test_ids[0].split("#")[0]
+        methods = [test.split("#")[1] for test in task.test_ids]
+        verdicts = {}
+        for mode in ("focal", "classes"):
+            started = time.monotonic()
+            result = tool.mutation(
+                box, built.spec, test_class, methods, focal, args.timeout,
+                module=built.spec.module_for(task.test_file), only_focal=mode == "focal",
+            )  # fmt: skip
+            seconds = time.monotonic() - started
+            totals[mode] += seconds
+            verdicts[mode] = {
+                (m.class_name, m.line, m.mutator, m.description): m.status for m in result.mutants
+            }
+            score = "-" if result.score is None else f"{result.score:.2f}"
+            print(f"{task.id} {mode:7}: {seconds:6.1f}s, {len(result.mutants)} focal mutants, score {score}"
+                  + (f" ({result.message})" if result.message else ""))  # fmt: skip
+        if verdicts["focal"] != verdicts["classes"]:
+            differ += 1
+            print(f"{task.id}: MISMATCH between the two runs' verdicts on the focal mutants")
+    n = len(tasks)
+    print(f"mutation scoring per task: {totals['focal'] / n:.1f}s (focal methods), {totals['classes'] / n:.1f}s "
+          "(whole focal classes)")  # fmt: skip
+    print(f"speedup: {totals['classes'] / totals['focal']:.1f}x")
+    return 1 if differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
