@@ -85,8 +85,10 @@ def main() -> int:
             differ += 1
             print(f"{task.id}: MISMATCH between the two runs' verdicts on the focal mutants")
     n = len(tasks)
-    print(f"mutation scoring per task: {totals['focal'] / n:.1f}s (focal methods), {totals['classes'] / n:.1f}s "
-          "(whole focal classes)")  # fmt: skip
+    focal_mean, classes_mean = totals["focal"] / n, totals["classes"] / n
+    print(
+        f"mutation scoring per task: {focal_mean:.1f}s (focal methods), {classes_mean:.1f}s (whole classes)"
+    )
     print(f"speedup: {totals['classes'] / totals['focal']:.1f}x")
     return 1 if differ else 0
 
