@@ -92,8 +92,9 @@ def _message(report):
 def pytest_collection_modifyitems(session, config, items):
     with open(os.environ["COEVO_PYTEST_SELECT"], encoding="utf-8") as handle:
         wanted = set(json.load(handle))
-    keep = [item for item in items if item.nodeid in wanted]
-    dropped = [item for item in items if item.nodeid not in wanted]
+    # A test asked for without parameters means all of its parametrizations.
+    keep = [item for item in items if item.nodeid in wanted or item.nodeid.split("[")[0] in wanted]
+    dropped = [item for item in items if item not in keep]
     if dropped:
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
@@ -234,16 +235,36 @@ class PytestTool:
             if coverage:
                 lines = _read_coverage(sandbox, python, scratch, worktree, deadline)
                 ran = {r.test for r in results if r.outcome not in _NOT_RUN}
-                lines = {test: lines.get(test, Coverage()) for test in requested if test in ran}
+                lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
         return TestRun(results=results, coverage=lines, log=log)
 
 
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)
 
 
+def _coverage_of(test: str, lines: Mapping[str, Coverage]) -> Coverage:
+    """A test's lines; a test asked for without parameters covers what all of them cover."""
+    if test in lines or "[" in test:
+        return lines.get(test, Coverage())
+    merged: dict[str, frozenset[int]] = {}
+    for node, coverage in lines.items():
+        if node.startswith(test + "["):
+            for path, numbers in coverage.lines.items():
+                merged[path] = merged.get(path, frozenset()) | numbers
+    return Coverage(lines=merged)
+
+
 def _common_options(worktree: Path) -> list[str]:
     # Without --rootdir, a project with no ini file gets node ids relative to the tests' common folder.
-    return ["-p", "no:cacheprovider", f"--rootdir={worktree}"]
+    # Newer pytest than the project knew deprecates what its tests do; with the project's own
+    # ``filterwarnings = error`` that would fail collection, so pytest's own deprecations are ignored.
+    return [
+        "-p",
+        "no:cacheprovider",
+        f"--rootdir={worktree}",
+        "-W",
+        "ignore::pytest.PytestDeprecationWarning",
+    ]
 
 
 def _test_env(venv: Path, worktree: Path, extra_paths: Sequence[Path]) -> dict[str, str]:
@@ -343,12 +364,12 @@ def _results(
     requested: list[str], records: list[dict], log: ExecResult, worktree: Path
 ) -> tuple[TestResult, ...]:
     """One result per requested id, from the plugin's reports and how the run ended."""
-    ran = _combine(records)
+    ran = _by_request(requested, _combine(records))
     collected: set[str] | None = None
     collect_errors: dict[str, str] = {}
     for record in records:
         if "collected" in record:
-            collected = set(record["collected"])
+            collected = set(record["collected"]) | {node.split("[")[0] for node in record["collected"]}
         elif "collect_error" in record:
             collect_errors[record["collect_error"]] = first_error(record["message"], worktree)
     crash = "" if log.timed_out else first_error(log.stdout + "\n" + log.stderr, worktree)
@@ -368,6 +389,27 @@ def _results(
             why = crash if collected is None else f"collected but not run: {crash}"
             results.append(TestResult(test, Outcome.ERROR, why[:_MESSAGE_LIMIT]))
     return tuple(results)
+
+
+def _by_request(requested: list[str], ran: dict[str, TestResult]) -> dict[str, TestResult]:
+    """``ran`` with a test asked for without parameters given the combined outcome of all of them
+    (a failure fails it; an error errs it; it passes when none failed and one passed)."""
+    combined = dict(ran)
+    for test in requested:
+        if test in ran or "[" in test:
+            continue
+        members = [result for node, result in ran.items() if node.startswith(test + "[")]
+        if not members:
+            continue
+        for outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.PASS, Outcome.SKIPPED):
+            chosen = [m for m in members if m.outcome == outcome]
+            if chosen:
+                message = chosen[0].message
+                if outcome in (Outcome.FAIL, Outcome.ERROR):
+                    message = f"{chosen[0].test.removeprefix(test)}: {message}"
+                combined[test] = TestResult(test, outcome, message, sum(m.duration for m in members))
+                break
+    return combined
 
 
 def _under(test: str, node: str) -> bool:

@@ -287,6 +287,32 @@ def test_outcomes_map_back_to_the_node_ids_asked_for(calc_built: Path, calc_spec
 
 
 @pytest.mark.slow
+def test_a_test_asked_for_without_parameters_runs_them_all(calc_built: Path, calc_spec: EnvSpec) -> None:
+    asked = ["tests/test_core.py::test_param", "tests/test_core.py::test_add"]
+    run = PytestTool().run_tests(LocalSandbox(calc_built), calc_spec, asked, timeout=120, coverage=True)
+    assert outcomes(run.results) == {asked[0]: Outcome.PASS, asked[1]: Outcome.PASS}
+    assert run.coverage[asked[0]].lines == {"src/calc/core.py": frozenset({2})}
+
+
+@pytest.mark.slow
+def test_pytest_deprecations_do_not_fail_an_old_suite_that_errors_on_warnings(tmp_path: Path) -> None:
+    """A newer pytest deprecates what old suites do; their ``filterwarnings = error`` must not care."""
+    root = write(
+        tmp_path / "old",
+        {
+            "requirements.txt": "",
+            "pytest.ini": "[pytest]\nfilterwarnings =\n    error\n",
+            "tests/test_old.py": "import pytest\n\n\n@pytest.mark.parametrize('x', iter([1, 2]))\n"
+            "def test_iterable(x):\n    assert x in (1, 2)\n",
+        },
+    )
+    spec = detect_env(FolderTree(root), "python")
+    assert PytestTool().build(LocalSandbox(root), spec, timeout=600).ok
+    run = PytestTool().run_tests(LocalSandbox(root), spec, ["tests/test_old.py::test_iterable"], timeout=120)
+    assert outcomes(run.results) == {"tests/test_old.py::test_iterable": Outcome.PASS}, run.results
+
+
+@pytest.mark.slow
 def test_worktrees_of_one_spec_share_the_venv_but_run_their_own_code(
     calc_built: Path, calc_spec: EnvSpec, tmp_path: Path
 ) -> None:
