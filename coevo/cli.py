@@ -405,6 +405,11 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
 )
 @click.option("--redo", is_flag=True, help="Score again the tasks this agent was already scored on.")
 @click.option(
+    "--trust-agent",
+    is_flag=True,
+    help="With --backend local, run a command agent on the host (it could read the gold tests there).",
+)
+@click.option(
     "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
 )
 @_BACKEND
@@ -418,6 +423,7 @@ def score_command(
     track: str | None,
     workers: int,
     redo: bool,
+    trust_agent: bool,
     test_timeout: float,
     backend: str,
     db: str | None,
@@ -434,7 +440,9 @@ def score_command(
     if after and model_cutoff:
         raise click.UsageError("give --after or --model-cutoff, not both")
     agent = find_agent(agent_name, agents_file, agent_cmd)
-    options = ScoreOptions(backend=resolve_backend(backend), test_timeout=test_timeout)
+    options = ScoreOptions(
+        backend=resolve_backend(backend), test_timeout=test_timeout, trust_host=trust_agent
+    )
     with _bar(as_json) as (start, advance):
         started: list[bool] = []
 

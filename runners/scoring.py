@@ -67,6 +67,8 @@ class ScoreOptions:
     build_timeout: float = 1800.0
     work: Path | None = None
     base_images: Mapping[str, str] | None = None
+    trust_host: bool = False
+    """Let command agents run on the host (``local`` backend): they could read anything there."""
 
 
 @dataclass
@@ -450,6 +452,11 @@ def score(
     The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff.
     """
     options = options or ScoreOptions()
+    if not agent.builtin and not agent.image and options.backend == "local" and not options.trust_host:
+        raise BadAgent(
+            f"agent {agent.name} would run on the host, where it could read the gold tests: "
+            "use --backend docker, or --trust-agent if you trust it"
+        )
     cutoff = agent.cutoff if model_cutoff else after
     if model_cutoff and cutoff is None:
         raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")

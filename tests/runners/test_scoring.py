@@ -126,7 +126,9 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
     assert late.cutoff == datetime(2026, 9, 20, tzinfo=UTC) and late.model == "m-1"
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
-    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.root / "work")
+    with pytest.raises(BadAgent, match="would run on the host, where it could read the gold tests"):
+        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.root / "work"))
+    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.root / "work", trust_host=True)
     cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
     report = score(open_store(db), find_agent("noop"), after=cutoff, options=options, redo=True)
     assert report.scored == 1  # the generation task is dated exactly at the cutoff: not after it
