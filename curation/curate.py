@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import subprocess
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +29,7 @@ from sqlmodel import col, select
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
-from runners import Coverage, TestRun, resolve_backend
+from runners import Coverage, GitTree, TestRun, resolve_backend
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -301,10 +300,7 @@ class _PairCurator:
         if path is None:
             return None
         if (revision, path) not in self._files:
-            result = subprocess.run(
-                ["git", "-C", str(self.path), "show", f"{revision}:{path}"], capture_output=True, check=False
-            )
-            self._files[revision, path] = result.stdout if result.returncode == 0 else None
+            self._files[revision, path] = GitTree(self.path, revision).read(path)
         return self._files[revision, path]
 
     def run(self) -> tuple[list[_Item], dict[str, BuiltRevision | None]]:
@@ -335,7 +331,7 @@ class _PairCurator:
                 return items, built
         rev1, rev2 = built["rev1"], built["rev2"]
         assert rev1 is not None and rev2 is not None
-        old_side, new_side = _side(rev1), _side(rev2)
+        old_side, new_side = rev1.side(), rev2.side()
         try:
             for item in runnable:
                 for name, matrix_side, revision in (("rev1", old_side, rev1), ("rev2", new_side, rev2)):
@@ -504,11 +500,6 @@ class _PairCurator:
         )
         new = _lines(self.show(self.pair.rev2, change.file), change.new_start, change.new_end)
         return old is not None and new is not None and is_refactoring(self.language, old, new)
-
-
-def _side(built: BuiltRevision) -> Side:
-    assert built.environment is not None and built.spec is not None and built.worktree is not None
-    return Side(built.environment, built.spec, built.worktree)
 
 
 def _production_lines(coverage: Coverage | None, patterns: FilePatterns) -> dict[str, frozenset[int]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import keyword
 import re
-import subprocess
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from miner.errors import SourceSyntaxError
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import diff_blobs
 from miner.languages import Language
+from runners import GitTree
 
 _JAVA_KEYWORDS = frozenset(
     re.findall(
@@ -99,8 +99,8 @@ def changed_test_helpers(
     found: dict[str, set[str]] = {}
     for change in changes:
         assert change.new_path is not None
-        old = _helpers(language, _show(repo, rev1, change.old_path)) if change.old_path else {}
-        new = _helpers(language, _show(repo, rev2, change.new_path))
+        old = _helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
+        new = _helpers(language, GitTree(repo, rev2).read(change.new_path))
         names = {
             method_name
             for key, (method_name, tokens) in new.items()
@@ -138,12 +138,3 @@ def _helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, t
         name = "<setup>" if _SETUP_ANNOTATIONS.search(method.source) else method.name
         helpers[method.key] = (name, method.tokens)
     return helpers
-
-
-def _show(repo: Path, revision: str, path: str | None) -> bytes | None:
-    if path is None:
-        return None
-    result = subprocess.run(
-        ["git", "-C", str(repo), "show", f"{revision}:{path}"], capture_output=True, check=False
-    )
-    return result.stdout if result.returncode == 0 else None

@@ -25,6 +25,7 @@ from tasks import CoevoError
 from .buildtools import BuildResult
 from .environment import Environment, prepare_environment
 from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
@@ -49,6 +50,11 @@ class BuiltRevision:
     environment: Environment | None = None
     worktree: Path | None = None
     image: str | None = None
+
+    def side(self) -> Side:
+        """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
+        assert self.environment is not None and self.spec is not None and self.worktree is not None
+        return Side(self.environment, self.spec, self.worktree)
 
 
 def revision_dir(root: Path, repository_id: int, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:

@@ -41,10 +41,10 @@ from tasks import AgentRun, CoevoError, Repository, Store, Task, TaskStatus, Tra
 from .agents import Agent, BadAgent
 from .buildtools import Coverage
 from .docker_sandbox import DockerSandbox, docker_client
+from .envspec import GitTree
 from .results import Outcome
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
-from .sides import Side
 from .worktree import export_revision
 
 USAGE_PREFIX = "COEVO_USAGE "
@@ -98,10 +98,10 @@ def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
     from miner.languages import get_language
 
     language = get_language(task.language)
-    new = _show(repo_path, task.rev2, task.test_file)
+    new = GitTree(repo_path, task.rev2).read(task.test_file)
     if new is None:
         raise CoevoError(f"task {task.id}: {task.test_file} is not in rev2")
-    old = _show(repo_path, task.rev1, task.old_test_file or task.test_file)
+    old = GitTree(repo_path, task.rev1).read(task.old_test_file or task.test_file)
     if task.track == Track.GENERATION and old is None:
         return None  # a new file: the agent writes all of it
     methods = language.parse(new, scan="none").by_key()
@@ -145,7 +145,7 @@ def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
              "## The production change", "", "```diff", task.production_diff.rstrip(), "```", "",
              "## The changed methods now", ""]  # fmt: skip
     for focal in task.focal_methods:
-        source = _show(repo_path, task.rev2, focal["file"])
+        source = GitTree(repo_path, task.rev2).read(focal["file"])
         if source is None or focal.get("start") is None:
             continue
         body = source.decode("utf-8", errors="replace").splitlines()[focal["start"] - 1 : focal["end"]]
@@ -194,7 +194,7 @@ def run_agent(
     if agent.builtin:
         if agent.name == "gold":
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(_show(repo_path, task.rev2, task.test_file) or b"")
+            target.write_bytes(GitTree(repo_path, task.rev2).read(task.test_file) or b"")
     else:
         sandbox, values = _agent_sandbox(agent, task, workspace, image)
         try:
@@ -265,7 +265,7 @@ def judge(
     if content is None:
         return Verdict({m: _outcome("exec_fail", "the agent left no test file") for m in ids}, None)
     tag = "s" + hashlib.sha256(f"{task.id}\0{content!r}".encode()).hexdigest()[:12]
-    new_side = _side(new)
+    new_side = new.side()
     try:
         new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
         on_new = {r.test: r for r in new_run.results}
@@ -275,7 +275,7 @@ def judge(
         new_side.close()
     on_old = {}
     if old is not None:
-        old_side = _side(old)
+        old_side = old.side()
         try:
             old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
         finally:
@@ -339,11 +339,6 @@ def _outcome(
     kind: str, message: str, success: bool = False, new: str | None = None, old: str | None = None
 ) -> dict[str, Any]:
     return {"outcome": kind, "success": success, "new": new, "old": old, "message": message[:500]}
-
-
-def _side(built: BuiltRevision) -> Side:
-    assert built.environment is not None and built.spec is not None and built.worktree is not None
-    return Side(built.environment, built.spec, built.worktree)
 
 
 # --- one task, one agent ------------------------------------------------------------------------------
@@ -415,13 +410,6 @@ def active_tasks_after(tasks: Sequence[Task], after: Any, track: str | None) -> 
         and (after is None or (t.rev2_date is not None and t.rev2_date > after))
         and (track is None or str(t.track) == track)
     ]
-
-
-def _show(repo: Path, revision: str, path: str) -> bytes | None:
-    result = subprocess.run(
-        ["git", "-C", str(repo), "show", f"{revision}:{path}"], capture_output=True, check=False
-    )
-    return result.stdout if result.returncode == 0 else None
 
 
 # --- many tasks, and the leaderboard -----------------------------------------------------------------
