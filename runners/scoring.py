@@ -49,7 +49,6 @@ from .worktree import export_revision
 
 USAGE_PREFIX = "COEVO_USAGE "
 """An agent reports what it used with a line ``COEVO_USAGE {"tokens": 1234, "cost": 0.05}``."""
-OUTCOMES = ("pass", "exec_fail", "compile_fail", "harness_fail")
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "coevo",
     "GIT_AUTHOR_EMAIL": "coevo@invalid",
