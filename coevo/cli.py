@@ -530,6 +530,14 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
         detail = f" — {outcome['message'].splitlines()[0]}" if outcome.get("message") else ""
         success = " (success)" if outcome.get("success") else ""
         out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False, markup=False)
+    if run.coverage_on_pass is not None:
+        out.print(f"focal-method line coverage: {run.coverage_on_pass:.0%}", highlight=False)
+    if run.mutants:
+        m = run.mutants
+        statuses = ", ".join(f"{status} {n}" for status, n in m["statuses"].items())
+        line = f"mutants of the focal methods: {m['detected']} of {m['total']} detected ({statuses})"
+        line += f" in {m['seconds']:.1f}s"
+        out.print(line + (f"; {m['message']}" if m.get("message") else ""), highlight=False)
     if run.discarded:
         out.print(f"discarded changes to: {', '.join(run.discarded)}", highlight=False, markup=False)
     for title, text in (("prompt", run.prompt), ("agent log", run.log), ("diff of the test file", run.diff)):

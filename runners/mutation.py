@@ -1,7 +1,12 @@
-"""Mutation scores on focal methods: PIT's ``mutations.xml``, read here (no parser exists on PyPI).
+"""Mutation scores on focal methods.
 
-PIT runs from its command-line jar (see :meth:`runners.maven.MavenTool.mutation`). Its jars
-and their dependencies are resolved once with Maven into the tool cache; images carry them.
+Java: PIT runs from its command-line jar (see :meth:`runners.maven.MavenTool.mutation`); its
+``mutations.xml`` is read here (no parser exists on PyPI). Its jars and their dependencies are
+resolved once with Maven into the tool cache; images carry them.
+
+Python: Cosmic Ray's operators make the mutants of the focal functions' lines (on the host: no
+project code runs there), and :meth:`runners.pytest_tool.PytestTool.mutation` runs the tests
+once per mutant, the mutant served by an import hook so the shared worktree is never changed.
 """
 
 from __future__ import annotations
@@ -50,9 +55,17 @@ class Mutant:
     status: str
     mutator: str
     description: str
+    tests_run: int | None = None
+    """How many tests ran against it (PIT's ``numberOfTestsRun``; None when not reported)."""
 
     @property
     def detected(self) -> bool:
+        """Whether the tests noticed it. PIT's ``RUN_ERROR`` with no test run is not: the minion
+        had none of the tests its coverage phase mapped to the mutant, which happens when that
+        phase ran the whole test class although PIT was asked for some of its methods (JUnit 4
+        classes under the JUnit 5 plugin). Such a mutant is not covered by the tests scored."""
+        if self.status == "RUN_ERROR" and self.tests_run == 0:
+            return False
         return self.status in DETECTED
 
 
@@ -88,6 +101,7 @@ def parse_mutations(report: bytes) -> list[Mutant]:
                 status=node.get("status", ""),
                 mutator=text("mutator").rsplit(".", 1)[-1],
                 description=text("description"),
+                tests_run=int(ran) if (ran := node.get("numberOfTestsRun")) else None,
             )
         )
     return mutants
@@ -122,6 +136,89 @@ def java_focal_methods(focal: Iterable[dict], sources: dict[str, bytes]) -> list
             )
         )
     return found
+
+
+# PIT's default mutators, in Python: one replacement per operator, as PIT's MATH and
+# NEGATE_CONDITIONALS do, rather than Cosmic Ray's every-operator-by-every-other (11 mutants per ``+``).
+PYTHON_OPERATORS = (
+    *(f"core/ReplaceComparisonOperator_{a}_{b}" for a, b in (
+        ("Lt", "LtE"), ("LtE", "Lt"), ("Gt", "GtE"), ("GtE", "Gt"),  # CONDITIONALS_BOUNDARY
+        ("Eq", "NotEq"), ("NotEq", "Eq"), ("Lt", "GtE"), ("LtE", "Gt"), ("Gt", "LtE"), ("GtE", "Lt"),
+        ("Is", "IsNot"), ("IsNot", "Is"),  # NEGATE_CONDITIONALS
+    )),
+    *(f"core/ReplaceBinaryOperator_{a}_{b}" for a, b in (
+        ("Add", "Sub"), ("Sub", "Add"), ("Mul", "Div"), ("Div", "Mul"), ("FloorDiv", "Mul"), ("Mod", "Mul"),
+        ("Pow", "Mul"), ("BitAnd", "BitOr"), ("BitOr", "BitAnd"), ("BitXor", "BitAnd"),
+        ("LShift", "RShift"), ("RShift", "LShift"),  # MATH
+    )),
+    "core/ReplaceUnaryOperator_USub_UAdd",  # INVERT_NEGS
+    "core/ReplaceUnaryOperator_Delete_Not",
+    "core/AddNot",
+    "core/ReplaceTrueWithFalse",  # TRUE_RETURNS, FALSE_RETURNS and boolean conditions
+    "core/ReplaceFalseWithTrue",
+    "core/ReplaceAndWithOr",
+    "core/ReplaceOrWithAnd",
+    "core/NumberReplacer",
+    "core/ZeroIterationForLoop",
+    "core/ReplaceBreakWithContinue",
+    "core/ReplaceContinueWithBreak",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class PythonMutant:
+    """One mutated version of a focal function's module."""
+
+    file: str
+    function: str
+    line: int
+    operator: str
+    occurrence: int
+    source: bytes
+    """The whole module, mutated."""
+
+
+def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[PythonMutant]:
+    """Cosmic Ray's mutants (:data:`PYTHON_OPERATORS`) on the lines of task focal functions.
+
+    A module that is not UTF-8 or does not parse gets none; a mutant that does not compile is
+    left out (PIT's non-viable mutants are not counted either).
+    """
+    import cosmic_ray.plugins
+    from cosmic_ray.ast import ast_nodes, get_ast
+    from cosmic_ray.mutating import mutate_code
+
+    spans: dict[str, list[tuple[int, int, str]]] = {}
+    for entry in focal:
+        if entry.get("start") is not None and entry["file"] in sources:
+            spans.setdefault(entry["file"], []).append(
+                (int(entry["start"]), int(entry["end"]), entry["method"].split("(")[0])
+            )
+    mutants = []
+    for path, ranges in sorted(spans.items()):
+        try:
+            code = sources[path].decode("utf-8")
+            module = get_ast(code)
+        except (UnicodeDecodeError, SyntaxError, ValueError):
+            continue
+        nodes = list(ast_nodes(module))
+        for name in PYTHON_OPERATORS:
+            operator = cosmic_ray.plugins.get_operator(name)()
+            positions = [start for node in nodes for start, _ in operator.mutation_positions(node)]
+            for occurrence, (line, _column) in enumerate(positions):
+                function = next((f for start, end, f in ranges if start <= line <= end), None)
+                if function is None:
+                    continue
+                mutated = mutate_code(code, operator, occurrence)
+                if mutated is None or mutated == code:
+                    continue
+                try:
+                    compile(mutated, path, "exec", dont_inherit=True)
+                except (SyntaxError, ValueError):
+                    continue
+                mutants.append(PythonMutant(path, function, line, name.removeprefix("core/"), occurrence,
+                                            mutated.encode("utf-8")))  # fmt: skip
+    return mutants
 
 
 def pit_jars(cache: Path | None = None) -> list[Path]:

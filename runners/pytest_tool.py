@@ -25,6 +25,7 @@ from pathlib import Path
 
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
+from .mutation import Mutant, MutationResult, PythonMutant
 from .results import Outcome, TestResult
 from .sandbox import ExecResult, Sandbox
 from .venvs import (
@@ -63,6 +64,53 @@ def _emit(record):
         out = _state["out"] = open(os.environ["COEVO_PYTEST_RESULTS"], "a", encoding="utf-8")
     out.write(json.dumps(record) + "\\n")
     out.flush()
+
+
+def _serve_mutant():
+    """Under mutation testing, the module at $COEVO_MUTANT_TARGET is loaded from the mutated
+    source at $COEVO_MUTANT_SOURCE instead (the file itself is never changed)."""
+    target = os.environ.get("COEVO_MUTANT_TARGET")
+    if not target:
+        return
+    import importlib.machinery
+    import sys
+
+    target = os.path.realpath(target)
+    with open(os.environ["COEVO_MUTANT_SOURCE"], "rb") as handle:
+        source = handle.read()
+
+    class MutantLoader(importlib.machinery.SourceFileLoader):
+        def get_code(self, fullname):
+            _emit({"mutant_loaded": fullname})
+            return compile(source, self.path, "exec", dont_inherit=True)
+
+    class MutantFinder(object):
+        busy = set()
+
+        def find_spec(self, name, path=None, target_module=None):
+            if name in self.busy:
+                return None
+            self.busy.add(name)
+            try:
+                for finder in sys.meta_path:
+                    find = getattr(finder, "find_spec", None)
+                    if finder is self or find is None:
+                        continue
+                    spec = find(name, path, target_module)
+                    if spec is not None:
+                        break
+                else:
+                    return None
+            finally:
+                self.busy.discard(name)
+            if spec.origin and os.path.realpath(spec.origin) == target:
+                spec.loader = MutantLoader(name, spec.origin)
+            return spec
+
+    sys.meta_path.insert(0, MutantFinder())
+
+
+_serve_mutant()
 
 
 def _coverage():
@@ -186,6 +234,19 @@ class PytestTool:
         coverage: bool = False,
     ) -> TestRun:
         """Runs the node ids in one pytest process; every id asked for gets a result."""
+        return self._run(sandbox, spec, tests, timeout, coverage)[0]
+
+    def _run(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        timeout: float,
+        coverage: bool = False,
+        mutant: PythonMutant | None = None,
+    ) -> tuple[TestRun, list[dict]]:
+        """:meth:`run_tests` and the plugin's records. With ``mutant``, its module is imported
+        from the mutated source, and a ``mutant_loaded`` record says the tests imported it."""
         deadline = time.monotonic() + timeout
         worktree = Path(sandbox.workdir)
         requested = list(dict.fromkeys(tests))
@@ -193,10 +254,10 @@ class PytestTool:
             venv = venv_for(spec, worktree, sandbox, timeout, self._python)
         except (VenvBuildFailed, NoPython) as exc:
             log = exc.log if isinstance(exc, VenvBuildFailed) else None
-            return TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log)
+            return TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log), []
         files = list(dict.fromkeys(f for f in map(_file_of, requested) if _is_file_in(worktree, f)))
         if not files:
-            return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested))
+            return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested)), []
         if self._scratch_root is not None:
             self._scratch_root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="coevo-pytest-", dir=self._scratch_root) as scratch_name:
@@ -208,6 +269,10 @@ class PytestTool:
                 "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
                 "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
             }
+            if mutant is not None:
+                (scratch / "mutant.py").write_bytes(mutant.source)
+                env["COEVO_MUTANT_TARGET"] = str(worktree / mutant.file)
+                env["COEVO_MUTANT_SOURCE"] = str(scratch / "mutant.py")
             python = str(venv_python(venv))
             runner = [python, "-m", "pytest"]
             if coverage:
@@ -236,7 +301,50 @@ class PytestTool:
                 lines = _read_coverage(sandbox, python, scratch, worktree, deadline)
                 ran = {r.test for r in results if r.outcome not in _NOT_RUN}
                 lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
-        return TestRun(results=results, coverage=lines, log=log)
+        return TestRun(results=results, coverage=lines, log=log), records
+
+    # --- mutation ----------------------------------------------------------------------------------
+
+    def mutation(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        mutants: Sequence[PythonMutant],
+        timeout: float,
+    ) -> MutationResult:
+        """Each mutant's fate under ``tests`` (node ids that pass unmutated), one pytest run each.
+
+        A mutant is ``KILLED`` when a test does not pass, ``TIMED_OUT`` when the run outlives
+        twice the unmutated run's time plus 10 s, ``NO_COVERAGE`` when no test imported its module,
+        else ``SURVIVED`` (PIT's statuses). Mutants the overall ``timeout`` leaves no time for are
+        not counted, and the message says so.
+        """
+        deadline = time.monotonic() + timeout
+        baseline = self.run_tests(sandbox, spec, tests, timeout)
+        failing = [r.test for r in baseline.results if r.outcome != Outcome.PASS]
+        tests = [t for t in tests if t not in failing]
+        if not tests:
+            return MutationResult((), "no test passes without mutation", baseline.log)
+        each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
+        found: list[Mutant] = []
+        for mutant in mutants:
+            if time.monotonic() + each > deadline:
+                left = len(mutants) - len(found)
+                return MutationResult(tuple(found), f"{left} mutants not run: out of time", baseline.log)
+            run, records = self._run(sandbox, spec, tests, each, mutant=mutant)
+            outcomes = {r.outcome for r in run.results}
+            if Outcome.TIMEOUT in outcomes:
+                status = "TIMED_OUT"
+            elif outcomes - {Outcome.PASS}:
+                status = "KILLED"
+            elif not any("mutant_loaded" in record for record in records):
+                status = "NO_COVERAGE"
+            else:
+                status = "SURVIVED"
+            where = (mutant.file, mutant.function, mutant.line)
+            found.append(Mutant(*where, status, mutant.operator, f"occurrence {mutant.occurrence}"))
+        return MutationResult(tuple(found), "", baseline.log)
 
 
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)

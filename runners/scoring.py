@@ -26,6 +26,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from .agents import Agent, BadAgent
 from .buildtools import Coverage
 from .docker_sandbox import DockerSandbox, docker_client
 from .envspec import GitTree
+from .mutation import MutationResult
 from .results import Outcome
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
@@ -253,7 +255,8 @@ def _changed(repo: Path) -> list[str]:
 class Verdict:
     outcomes: dict[str, dict[str, Any]]
     coverage_on_pass: float | None
-    mutation_on_pass: float | None = None
+    mutation: MutationResult | None = None
+    mutation_seconds: float = 0.0
 
 
 def judge(
@@ -269,7 +272,11 @@ def judge(
         new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
         on_new = {r.test: r for r in new_run.results}
         passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
-        mutation = new_side.mutation_score(task.test_file, passing, task.focal_methods, tag, timeout * 4)
+        started = time.monotonic()
+        mutation = new_side.mutation_score(
+            task.test_file, content, passing, task.focal_methods, tag, timeout * 4
+        )
+        mutation_seconds = time.monotonic() - started
     finally:
         new_side.close()
     on_old = {}
@@ -296,7 +303,8 @@ def judge(
         success = kind == "pass" and (task.track == Track.UPDATE or old_outcome != "pass")
         outcomes[method] = _outcome(kind, result.message, success, str(result.outcome), old_outcome)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
-    return Verdict(outcomes, _focal_coverage(task, new, covered) if passed else None, mutation)
+    coverage = _focal_coverage(task, new, covered) if passed else None
+    return Verdict(outcomes, coverage, mutation, mutation_seconds)
 
 
 def _focal_coverage(task: Task, built: BuiltRevision, covered: Mapping[str, set[int]]) -> float | None:
@@ -379,7 +387,16 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
         )
         verdict = judge(task, output.content, new, old, options.test_timeout)
     run.status = "timeout" if output.timed_out else "done"
-    run.mutation_on_pass = verdict.mutation_on_pass
+    if verdict.mutation is not None:
+        statuses = Counter(m.status for m in verdict.mutation.mutants)
+        run.mutation_on_pass = verdict.mutation.score
+        run.mutants = {
+            "total": len(verdict.mutation.mutants),
+            "detected": sum(m.detected for m in verdict.mutation.mutants),
+            "statuses": dict(sorted(statuses.items())),
+            "seconds": round(verdict.mutation_seconds, 3),
+            "message": verdict.mutation.message,
+        }
     return _finish(run, task, verdict.outcomes, verdict.coverage_on_pass, started)
 
 

@@ -9,14 +9,16 @@ matrix cells, scoring an agent's test file) can share one built worktree.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from .buildtools import TestRun
 from .environment import Environment
 from .envspec import EnvSpec
 from .maven import MavenTool
-from .mutation import java_focal_methods
+from .mutation import MutationResult, java_focal_methods, python_mutants
+from .pytest_tool import PytestTool
 from .results import Outcome, TestResult
 from .sandbox import Sandbox
 
@@ -73,19 +75,33 @@ class Side:
         return self._run_cross_python(test_file, content, ids, tag, timeout, coverage)
 
     def mutation_score(
-        self, test_file: str, tests: Sequence[str], focal: Sequence[dict], tag: str, timeout: float
-    ) -> float | None:
-        """The share of the focal methods' mutants that ``tests`` (ids of a file :meth:`run_cross`
-        placed under ``tag``) detect; None when not measured (Python, no mutant, no report)."""
+        self,
+        test_file: str,
+        content: bytes,
+        tests: Sequence[str],
+        focal: Sequence[dict],
+        tag: str,
+        timeout: float,
+    ) -> MutationResult | None:
+        """What ``tests`` (ids of ``content``, another revision's ``test_file``, that
+        :meth:`run_cross` ran under ``tag``) make of the focal methods' mutants; None when there
+        is nothing to measure (no test, no focal method with a mutant)."""
         tool = self.environment.tool
-        if not isinstance(tool, MavenTool) or not tests:
+        if not tests:
             return None
         sources = {f["file"]: data for f in focal if (data := self.sandbox.read_file(f["file"])) is not None}
+        if isinstance(tool, PytestTool):
+            mutants = python_mutants(focal, sources)
+            if not mutants:
+                return None
+            with self._placed_python(test_file, content, tests, tag) as placed:
+                return tool.mutation(self.sandbox, self.spec, list(placed.values()), mutants, timeout)
+        assert isinstance(tool, MavenTool)
         methods = java_focal_methods(focal, sources)
         if not methods:
             return None
         test_class = tests[0].split("#")[0]
-        result = tool.mutation(
+        return tool.mutation(
             self.sandbox,
             self.spec,
             test_class,
@@ -95,7 +111,6 @@ class Side:
             module=self.spec.module_for(test_file),
             extra_classpath=[f"{_CROSS_ROOT}/{tag}/classes"],
         )
-        return result.score
 
     def _run_cross_java(
         self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
@@ -120,21 +135,29 @@ class Side:
     def _run_cross_python(
         self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
     ) -> TestRun:
-        folder, name = posixpath.split(test_file)
-        placed = posixpath.join(folder, f"test_coevo_{tag}__{name}")
-        renamed = {test: placed + test[len(test_file) :] for test in ids if test.startswith(test_file + "::")}
-        target = self.worktree / placed
-        target.write_bytes(content)
-        try:
-            run = self.run(list(renamed.values()), timeout, coverage)
-        finally:
-            target.unlink(missing_ok=True)
-        back = {placed_id: test for test, placed_id in renamed.items()}
+        with self._placed_python(test_file, content, ids, tag) as placed:
+            run = self.run(list(placed.values()), timeout, coverage)
+        back = {placed_id: test for test, placed_id in placed.items()}
         results = tuple(
             TestResult(back.get(r.test, r.test), r.outcome, r.message, r.duration) for r in run.results
         )
         missing = tuple(
-            TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in renamed
+            TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in placed
         )
         cover = {back.get(test, test): lines for test, lines in run.coverage.items()}
         return TestRun(results + missing, cover, run.log)
+
+    @contextmanager
+    def _placed_python(
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str
+    ) -> Iterator[dict[str, str]]:
+        """``content`` beside ``test_file`` under a unique name while the block runs; yields the
+        ids of ``test_file`` asked for, each with its id in the placed copy."""
+        folder, name = posixpath.split(test_file)
+        placed = posixpath.join(folder, f"test_coevo_{tag}__{name}")
+        target = self.worktree / placed
+        target.write_bytes(content)
+        try:
+            yield {test: placed + test[len(test_file) :] for test in ids if test.startswith(test_file + "::")}
+        finally:
+            target.unlink(missing_ok=True)

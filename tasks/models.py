@@ -408,6 +408,10 @@ class AgentRun(SQLModel, table=True):
     coverage_on_pass: float | None = None
     """Line coverage of the focal methods by the agent's passing methods (None: none passed)."""
     mutation_on_pass: float | None = None
+    """The share of the focal methods' mutants the agent's passing methods detect (None: not measured)."""
+    mutants: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """How mutation scoring went: ``{"total", "detected", "statuses": {status: n}, "seconds",
+    "message"}``; None when it did not run (no passing method, no focal method)."""
     prompt: str = Field(default="", sa_column=Column(Text, nullable=False))
     log: str = Field(default="", sa_column=Column(Text, nullable=False))
     diff: str = Field(default="", sa_column=Column(Text, nullable=False))

@@ -456,3 +456,79 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:
         return stat.read().split()[2] != "Z"
+
+
+# --- Mutation ------------------------------------------------------------------------------------
+
+RANGES = """\
+def clamp(x, lo, hi):
+    if x < lo:
+        return lo
+    if x > hi:
+        return hi
+    return x
+
+
+def countdown(n):
+    while n > 0:
+        n -= 1
+    return n
+"""
+
+
+@pytest.mark.slow
+def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path: Path) -> None:
+    from runners.mutation import python_mutants
+
+    root = write(
+        tmp_path / "ranges",
+        {
+            "ranges.py": RANGES,
+            "tests/test_ranges.py": """\
+                from ranges import clamp, countdown
+
+
+                def test_clamp():
+                    assert clamp(5, 0, 10) == 5
+                    assert clamp(-1, 0, 10) == 0
+
+
+                def test_countdown():
+                    assert countdown(3) == 0
+            """,
+            "tests/test_other.py": "def test_nothing_imported():\n    assert True\n",
+        },
+    )
+    focal = [
+        {"file": "ranges.py", "method": "clamp", "start": 1, "end": 6},
+        {"file": "ranges.py", "method": "countdown", "start": 9, "end": 12},
+    ]
+    mutants = python_mutants(focal, {"ranges.py": RANGES.encode()})
+    box = LocalSandbox(root)
+    tests = ["tests/test_ranges.py::test_clamp", "tests/test_ranges.py::test_countdown"]
+    result = PytestTool().mutation(box, PLAIN, tests, mutants, timeout=600)
+    verdicts = {(m.method, m.line, m.mutator, m.description): m.status for m in result.mutants}
+    assert verdicts == {
+        # clamp: only x below lo and x inside are tried, so the boundaries and ``hi`` survive.
+        ("clamp", 2, "ReplaceComparisonOperator_Lt_LtE", "occurrence 0"): "SURVIVED",
+        ("clamp", 2, "ReplaceComparisonOperator_Lt_GtE", "occurrence 0"): "KILLED",
+        ("clamp", 4, "ReplaceComparisonOperator_Gt_GtE", "occurrence 0"): "SURVIVED",
+        ("clamp", 4, "ReplaceComparisonOperator_Gt_LtE", "occurrence 0"): "KILLED",
+        ("clamp", 2, "AddNot", "occurrence 0"): "KILLED",
+        ("clamp", 4, "AddNot", "occurrence 1"): "KILLED",
+        # countdown: ``n -= 2`` ends at -1; ``n -= 0`` never ends.
+        ("countdown", 10, "ReplaceComparisonOperator_Gt_GtE", "occurrence 1"): "KILLED",
+        ("countdown", 10, "ReplaceComparisonOperator_Gt_LtE", "occurrence 1"): "KILLED",
+        ("countdown", 10, "AddNot", "occurrence 2"): "KILLED",
+        ("countdown", 10, "NumberReplacer", "occurrence 0"): "KILLED",
+        ("countdown", 10, "NumberReplacer", "occurrence 1"): "KILLED",
+        ("countdown", 11, "NumberReplacer", "occurrence 2"): "KILLED",
+        ("countdown", 11, "NumberReplacer", "occurrence 3"): "TIMED_OUT",
+    }, verdicts
+    assert result.score == 11 / 13 and not result.message
+    assert (root / "ranges.py").read_text() == RANGES  # mutants are imported, never written
+    other = ["tests/test_other.py::test_nothing_imported"]
+    unrelated = PytestTool().mutation(box, PLAIN, other, mutants[:1], timeout=600)
+    assert [m.status for m in unrelated.mutants] == ["NO_COVERAGE"]
+    failing = PytestTool().mutation(box, PLAIN, ["tests/test_other.py::test_gone"], mutants, timeout=600)
+    assert (failing.mutants, failing.message) == ((), "no test passes without mutation")

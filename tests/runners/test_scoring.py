@@ -100,10 +100,17 @@ def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: p
     gold = _runs(tasks.db, "gold")
     assert {r.pass_rate for r in gold.values()} == {1.0} and {r.success_rate for r in gold.values()} == {1.0}
     assert all(r.coverage_on_pass is not None and r.coverage_on_pass > 0 for r in gold.values())
+    # Python mutants of the focal functions (triangle's ``*`` and ``/``, rectangle's ``<``, ...):
+    # the gold tests detect some, and every one the tests ran was served to them.
+    for run in gold.values():
+        assert run.mutation_on_pass is not None and run.mutation_on_pass > 0, run.mutants
+        assert run.mutants is not None and run.mutants["total"] >= 2 and not run.mutants["message"]
+        assert "NO_COVERAGE" not in run.mutants["statuses"], run.mutants
     generation = gold[tasks.generation.id].outcomes["test_triangle"]
     assert (generation["new"], generation["old"], generation["success"]) == ("pass", "compile_error", True)
     noop = _runs(tasks.db, "noop")
     assert {r.success_rate for r in noop.values()} == {0.0}
+    assert all(r.mutation_on_pass is None and r.mutants is None for r in noop.values())
     assert noop[tasks.generation.id].outcomes["test_triangle"]["outcome"] == "exec_fail"  # never written
     assert noop[tasks.update.id].outcomes["test_rectangle"]["outcome"] == "exec_fail"  # the old test fails
     standings = leaderboard(open_store(tasks.db))
