@@ -1,7 +1,8 @@
 """Benchmark mutation scoring: PIT restricted to the focal methods against PIT over the focal classes.
 
 For each Java task of a curated database (the first ``--tasks``), it builds rev2 once and runs
-PIT twice with the task's own test methods (the developer's, as the ``gold`` agent writes them):
+PIT twice with the task's own test methods (the developer's, as the ``gold`` agent writes them),
+the way scoring does (the test class compiled with only those methods, short-lived JVM options):
 
 * **focal**: the focal classes mutated with every other method left out (what scoring does);
 * **classes**: the whole focal classes mutated.
@@ -27,8 +28,8 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from runners import LocalSandbox, MavenTool
-from runners.mutation import java_focal_methods
+from runners import Outcome
+from runners.envspec import GitTree
 from runners.revisions import prepare_revision
 from tasks import Repository, Task, open_store
 
@@ -49,7 +50,6 @@ def main() -> int:
         return 2
     os.environ.setdefault("COEVO_WORK", tempfile.mkdtemp(prefix="coevo-bench-mutation-"))
     work = Path(os.environ["COEVO_WORK"])
-    tool = MavenTool()
     totals = {"focal": 0.0, "classes": 0.0}
     differ = 0
     for task in tasks:
@@ -61,26 +61,26 @@ def main() -> int:
         if built.status != "ok" or built.spec is None or built.worktree is None:
             print(f"{task.id}: rev2 did not build ({built.message}); skipped")
             continue
-        box = LocalSandbox(built.worktree)
-        sources = {f["file"]: (built.worktree / f["file"]).read_bytes() for f in task.focal_methods}
-        focal = java_focal_methods(task.focal_methods, sources)
-        test_class = task.test_ids[0].split("#")[0]
-        methods = [test.split("#")[1] for test in task.test_ids]
+        gold = GitTree(Path(repo.path), task.rev2).read(task.test_file) or b""
+        side = built.side()
+        tag = f"bench-{task.id}"
+        ran = side.run_cross(task.test_file, gold, task.test_ids, tag, args.timeout)
+        passing = [r.test for r in ran.results if r.outcome == Outcome.PASS]
         verdicts = {}
         for mode in ("focal", "classes"):
             started = time.monotonic()
-            result = tool.mutation(
-                box, built.spec, test_class, methods, focal, args.timeout,
-                module=built.spec.module_for(task.test_file), only_focal=mode == "focal",
-            )  # fmt: skip
+            only_focal = mode == "focal"
+            result = side.mutation_score(
+                task.test_file, gold, passing, task.focal_methods, tag, args.timeout, only_focal=only_focal
+            )
             seconds = time.monotonic() - started
             totals[mode] += seconds
-            verdicts[mode] = {
-                (m.class_name, m.line, m.mutator, m.description): m.status for m in result.mutants
-            }
-            score = "-" if result.score is None else f"{result.score:.2f}"
-            print(f"{task.id} {mode:7}: {seconds:6.1f}s, {len(result.mutants)} focal mutants, score {score}"
-                  + (f" ({result.message})" if result.message else ""))  # fmt: skip
+            mutants = result.mutants if result is not None else ()
+            verdicts[mode] = {(m.class_name, m.line, m.mutator, m.description): m.status for m in mutants}
+            score = "-" if result is None or result.score is None else f"{result.score:.2f}"
+            note = f" ({result.message})" if result is not None and result.message else ""
+            print(f"{task.id} {mode:7}: {seconds:6.1f}s, {len(mutants)} focal mutants, score {score}{note}")
+        side.close()
         if verdicts["focal"] != verdicts["classes"]:
             differ += 1
             print(f"{task.id}: MISMATCH between the two runs' verdicts on the focal mutants")

@@ -37,6 +37,9 @@ STATE_DIR = ".coevo"
 """Where coevo keeps its files inside a worktree (classpaths, reports); git ignores it."""
 CROSS_CLASSES_DIR = f"{STATE_DIR}/cross-classes"
 """The default output folder of :meth:`MavenTool.compile_test_file`, relative to the worktree."""
+QUICK_JVM = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+"""For short-lived JVMs (javac on one file, PIT and its minions), where start-up dominates: the
+C1 compiler alone and the serial collector start faster (bench/mutation_speed.py measures it)."""
 DEPENDENCY_PLUGIN = "org.apache.maven.plugins:maven-dependency-plugin:3.3.0"
 """Pinned, so every build resolves the same plugin; 3.3.0 still runs on the Maven 3.1.1 that
 old wrappers download (3.5 and later need Maven 3.2.5, 3.8 needs 3.6.3)."""
@@ -340,6 +343,7 @@ class MavenTool:
         processors = ["-proc:full"] if jdk.feature >= 21 else []
         command = [
             str(jdk.javac),
+            *(f"-J{option}" for option in QUICK_JVM),
             "-d",
             _absolute(sandbox.workdir, output_dir),
             "-encoding",
@@ -393,8 +397,10 @@ class MavenTool:
         excluded = sorted({name for f in focal for name in f.siblings} - keep) if only_focal else []
         command = [
             str(jdk.java),
+            *QUICK_JVM,
             *classpath_args,
             "org.pitest.mutationtest.commandline.MutationCoverageReport",
+            "--jvmArgs", ",".join(QUICK_JVM),
             "--reportDir", _absolute(sandbox.workdir, f"{run}/pit"),
             "--targetClasses", ",".join(classes),
             "--targetTests", test_class,

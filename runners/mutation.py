@@ -107,6 +107,26 @@ def parse_mutations(report: bytes) -> list[Mutant]:
     return mutants
 
 
+def only_these_tests(source: bytes, language: str, names: Iterable[str]) -> bytes:
+    """``source`` (a test file) without the test methods not named in ``names``.
+
+    PIT is given the scored methods of a test class, but its coverage phase runs the whole
+    class when it holds JUnit 4 tests, and maps mutants to tests its mutation phase then lacks.
+    A class holding only the scored tests avoids that, and the time of the others.
+    """
+    from miner.languages import get_language
+
+    keep = set(names)
+    parsed = get_language(language).parse(source, scan="none")
+    lines = source.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    drop = sorted(
+        (m for m in parsed.methods if m.is_test and m.name not in keep), key=lambda m: -m.start_line
+    )
+    for method in drop:
+        lines[method.start_line - 1 : method.end_line] = []
+    return "".join(lines).encode("utf-8", errors="surrogateescape")
+
+
 def java_focal_methods(focal: Iterable[dict], sources: dict[str, bytes]) -> list[FocalMethod]:
     """PIT's names for task focal methods (``{"file", "method", "start", "end"}``) of Java files."""
     from miner.languages import get_language
@@ -176,6 +196,9 @@ class PythonMutant:
     occurrence: int
     source: bytes
     """The whole module, mutated."""
+    statement: int | None = None
+    """The first line of the innermost statement holding it: the line coverage.py reports as
+    run when the mutated code runs (None when unknown)."""
 
 
 def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[PythonMutant]:
@@ -202,6 +225,7 @@ def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[Pyt
         except (UnicodeDecodeError, SyntaxError, ValueError):
             continue
         nodes = list(ast_nodes(module))
+        statement_of = _statement_lines(code)
         for name in PYTHON_OPERATORS:
             operator = cosmic_ray.plugins.get_operator(name)()
             positions = [start for node in nodes for start, _ in operator.mutation_positions(node)]
@@ -217,8 +241,33 @@ def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[Pyt
                 except (SyntaxError, ValueError):
                     continue
                 mutants.append(PythonMutant(path, function, line, name.removeprefix("core/"), occurrence,
-                                            mutated.encode("utf-8")))  # fmt: skip
+                                            mutated.encode("utf-8"), statement_of.get(line)))  # fmt: skip
     return mutants
+
+
+def _statement_lines(code: str) -> dict[int, int]:
+    """Each line's innermost enclosing statement's first line (a compound statement's header
+    lines map to its own first line); empty when this Python cannot parse the module."""
+    import ast
+
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return {}
+    spans = sorted(
+        (
+            (node.lineno, node.end_lineno or node.lineno)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.stmt)
+        ),
+        key=lambda span: span[1] - span[0],
+        reverse=True,
+    )
+    lines: dict[int, int] = {}
+    for start, end in spans:  # widest first, so inner statements overwrite outer ones
+        for number in range(start, end + 1):
+            lines[number] = start
+    return lines
 
 
 def pit_jars(cache: Path | None = None) -> list[Path]:

@@ -315,20 +315,32 @@ class PytestTool:
     ) -> MutationResult:
         """Each mutant's fate under ``tests`` (node ids that pass unmutated), one pytest run each.
 
-        A mutant is ``KILLED`` when a test does not pass, ``TIMED_OUT`` when the run outlives
-        twice the unmutated run's time plus 10 s, ``NO_COVERAGE`` when no test imported its module,
-        else ``SURVIVED`` (PIT's statuses). Mutants the overall ``timeout`` leaves no time for are
-        not counted, and the message says so.
+        The unmutated run measures coverage, and a mutant whose statement no test ran is
+        ``NO_COVERAGE`` without a run, as in PIT. Otherwise a mutant is ``KILLED`` when a test
+        does not pass, ``TIMED_OUT`` when the run outlives twice the unmutated run's time plus
+        10 s, ``NO_COVERAGE`` when no test imported its module, else ``SURVIVED`` (PIT's
+        statuses). Mutants the overall ``timeout`` leaves no time for are not counted, and the
+        message says so.
         """
         deadline = time.monotonic() + timeout
-        baseline = self.run_tests(sandbox, spec, tests, timeout)
+        baseline = self.run_tests(sandbox, spec, tests, timeout, coverage=True)
         failing = [r.test for r in baseline.results if r.outcome != Outcome.PASS]
         tests = [t for t in tests if t not in failing]
         if not tests:
             return MutationResult((), "no test passes without mutation", baseline.log)
+        covered: dict[str, set[int]] = {}
+        for test in tests:
+            for path, lines in baseline.coverage.get(test, Coverage()).lines.items():
+                covered.setdefault(path, set()).update(lines)
         each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
         found: list[Mutant] = []
         for mutant in mutants:
+            where = (mutant.file, mutant.function, mutant.line)
+            which = f"occurrence {mutant.occurrence}"
+            ran = covered.get(mutant.file, set())
+            if covered and mutant.statement is not None and mutant.statement not in ran:
+                found.append(Mutant(*where, "NO_COVERAGE", mutant.operator, which))
+                continue
             if time.monotonic() + each > deadline:
                 left = len(mutants) - len(found)
                 return MutationResult(tuple(found), f"{left} mutants not run: out of time", baseline.log)
@@ -342,8 +354,7 @@ class PytestTool:
                 status = "NO_COVERAGE"
             else:
                 status = "SURVIVED"
-            where = (mutant.file, mutant.function, mutant.line)
-            found.append(Mutant(*where, status, mutant.operator, f"occurrence {mutant.occurrence}"))
+            found.append(Mutant(*where, status, mutant.operator, which))
         return MutationResult(tuple(found), "", baseline.log)
 
 

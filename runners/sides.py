@@ -13,11 +13,11 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .buildtools import TestRun
+from .buildtools import BuildResult, TestRun
 from .environment import Environment
 from .envspec import EnvSpec
 from .maven import MavenTool
-from .mutation import MutationResult, java_focal_methods, python_mutants
+from .mutation import MutationResult, java_focal_methods, only_these_tests, python_mutants
 from .pytest_tool import PytestTool
 from .results import Outcome, TestResult
 from .sandbox import Sandbox
@@ -82,10 +82,12 @@ class Side:
         focal: Sequence[dict],
         tag: str,
         timeout: float,
+        only_focal: bool = True,
     ) -> MutationResult | None:
         """What ``tests`` (ids of ``content``, another revision's ``test_file``, that
         :meth:`run_cross` ran under ``tag``) make of the focal methods' mutants; None when there
-        is nothing to measure (no test, no focal method with a mutant)."""
+        is nothing to measure (no test, no focal method with a mutant). ``only_focal=False``
+        has PIT mutate the focal classes whole (to compare; the result is the same)."""
         tool = self.environment.tool
         if not tests:
             return None
@@ -100,16 +102,21 @@ class Side:
         methods = java_focal_methods(focal, sources)
         if not methods:
             return None
-        test_class = tests[0].split("#")[0]
+        test_class, names = tests[0].split("#")[0], [test.split("#")[1] for test in tests]
+        classes = f"{_CROSS_ROOT}/{tag}/classes"
+        pruned = only_these_tests(content, "java", names)
+        if self._compile_java(test_file, pruned, f"{tag}-scored", timeout).ok:
+            classes = f"{_CROSS_ROOT}/{tag}-scored/classes"  # else PIT gets the whole class
         return tool.mutation(
             self.sandbox,
             self.spec,
             test_class,
-            [test.split("#")[1] for test in tests],
+            names,
             methods,
             timeout,
             module=self.spec.module_for(test_file),
-            extra_classpath=[f"{_CROSS_ROOT}/{tag}/classes"],
+            extra_classpath=[classes],
+            only_focal=only_focal,
         )
 
     def _run_cross_java(
@@ -117,20 +124,31 @@ class Side:
     ) -> TestRun:
         tool = self.environment.tool
         assert isinstance(tool, MavenTool)
-        source = f"{_CROSS_ROOT}/{tag}/src/{test_file}"
+        compiled = self._compile_java(test_file, content, tag, timeout)
+        if not compiled.ok:
+            return TestRun(tuple(TestResult(t, Outcome.COMPILE_ERROR, compiled.message) for t in ids))
         classes = f"{_CROSS_ROOT}/{tag}/classes"
         module = self.spec.module_for(test_file)
-        if self.sandbox.read_file(source) is None or self.sandbox.read_file(f"{classes}/.ok") is None:
-            self.sandbox.write_file(source, content)
-            compiled = tool.compile_test_file(
-                self.sandbox, self.spec, source, classpath_module=module, timeout=timeout, output_dir=classes
-            )
-            if not compiled.ok:
-                return TestRun(tuple(TestResult(t, Outcome.COMPILE_ERROR, compiled.message) for t in ids))
-            self.sandbox.write_file(f"{classes}/.ok", b"")
         return tool.run_tests(
             self.sandbox, self.spec, ids, timeout, coverage=coverage, module=module, extra_classpath=[classes]
         )
+
+    def _compile_java(self, test_file: str, content: bytes, tag: str, timeout: float) -> BuildResult:
+        """``content`` compiled once into ``.coevo/cross/<tag>/classes``, against this revision."""
+        tool = self.environment.tool
+        assert isinstance(tool, MavenTool)
+        source = f"{_CROSS_ROOT}/{tag}/src/{test_file}"
+        classes = f"{_CROSS_ROOT}/{tag}/classes"
+        if self.sandbox.read_file(source) == content and self.sandbox.read_file(f"{classes}/.ok") is not None:
+            return BuildResult(True, "")
+        self.sandbox.write_file(source, content)
+        module = self.spec.module_for(test_file)
+        compiled = tool.compile_test_file(
+            self.sandbox, self.spec, source, classpath_module=module, timeout=timeout, output_dir=classes
+        )
+        if compiled.ok:
+            self.sandbox.write_file(f"{classes}/.ok", b"")
+        return compiled
 
     def _run_cross_python(
         self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool

@@ -473,6 +473,16 @@ def countdown(n):
     while n > 0:
         n -= 1
     return n
+
+
+def doubled_sum(items):
+    return sum(
+        item * 2 for item in items
+    )
+
+
+def unused(x):
+    return x + 1
 """
 
 
@@ -485,7 +495,7 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         {
             "ranges.py": RANGES,
             "tests/test_ranges.py": """\
-                from ranges import clamp, countdown
+                from ranges import clamp, countdown, doubled_sum
 
 
                 def test_clamp():
@@ -495,6 +505,10 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
 
                 def test_countdown():
                     assert countdown(3) == 0
+
+
+                def test_doubled_sum():
+                    assert doubled_sum([1, 2]) == 6
             """,
             "tests/test_other.py": "def test_nothing_imported():\n    assert True\n",
         },
@@ -502,10 +516,12 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
     focal = [
         {"file": "ranges.py", "method": "clamp", "start": 1, "end": 6},
         {"file": "ranges.py", "method": "countdown", "start": 9, "end": 12},
+        {"file": "ranges.py", "method": "doubled_sum", "start": 15, "end": 18},
+        {"file": "ranges.py", "method": "unused", "start": 21, "end": 22},
     ]
     mutants = python_mutants(focal, {"ranges.py": RANGES.encode()})
     box = LocalSandbox(root)
-    tests = ["tests/test_ranges.py::test_clamp", "tests/test_ranges.py::test_countdown"]
+    tests = [f"tests/test_ranges.py::test_{name}" for name in ("clamp", "countdown", "doubled_sum")]
     result = PytestTool().mutation(box, PLAIN, tests, mutants, timeout=600)
     verdicts = {(m.method, m.line, m.mutator, m.description): m.status for m in result.mutants}
     assert verdicts == {
@@ -524,8 +540,16 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         ("countdown", 10, "NumberReplacer", "occurrence 1"): "KILLED",
         ("countdown", 11, "NumberReplacer", "occurrence 2"): "KILLED",
         ("countdown", 11, "NumberReplacer", "occurrence 3"): "TIMED_OUT",
+        # doubled_sum: coverage.py says line 16 ran; its statement spans line 17 too.
+        ("doubled_sum", 17, "ReplaceBinaryOperator_Mul_Div", "occurrence 0"): "KILLED",
+        ("doubled_sum", 17, "NumberReplacer", "occurrence 4"): "KILLED",
+        ("doubled_sum", 17, "NumberReplacer", "occurrence 5"): "KILLED",
+        # unused: no test runs it, so its mutants are not even tried.
+        ("unused", 22, "ReplaceBinaryOperator_Add_Sub", "occurrence 0"): "NO_COVERAGE",
+        ("unused", 22, "NumberReplacer", "occurrence 6"): "NO_COVERAGE",
+        ("unused", 22, "NumberReplacer", "occurrence 7"): "NO_COVERAGE",
     }, verdicts
-    assert result.score == 11 / 13 and not result.message
+    assert result.score == 14 / 19 and not result.message
     assert (root / "ranges.py").read_text() == RANGES  # mutants are imported, never written
     other = ["tests/test_other.py::test_nothing_imported"]
     unrelated = PytestTool().mutation(box, PLAIN, other, mutants[:1], timeout=600)
