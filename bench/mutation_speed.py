@@ -1,15 +1,18 @@
 """Benchmark mutation scoring: PIT restricted to the focal methods against PIT over the focal classes.
 
 For each Java task of a curated database (the first ``--tasks``), it builds rev2 once and runs
-PIT twice with the task's own test methods (the developer's, as the ``gold`` agent writes them),
-the way scoring does (the test class compiled with only those methods, short-lived JVM options):
+PIT three times with the task's own test methods (the developer's, as the ``gold`` agent writes
+them), all with the same short-lived JVM options:
 
-* **focal**: the focal classes mutated with every other method left out (what scoring does);
-* **classes**: the whole focal classes mutated.
+* **scoring**: what ``coevo score`` runs: the test class compiled with only the scored methods,
+  the focal classes mutated with every other method left out;
+* **classes**: the same test class, the focal classes mutated whole;
+* **baseline**: PIT as one would call it: the task's whole test class (``--includedTestMethods``
+  naming the scored methods) and the focal classes mutated whole.
 
-It checks that every mutant inside the focal methods gets the same verdict both ways, prints
-each task's times and the ratio (``speedup: N.Nx``), and the mean cost of mutation scoring per
-task. It exits 1 when a verdict differs.
+It checks that every mutant inside the focal methods is detected or not alike in all three,
+prints each task's times, the ratios against ``scoring`` (``speedup: N.Nx`` is the baseline's),
+and the mean cost of mutation scoring per task. It exits 1 when a verdict differs.
 
 Example::
 
@@ -28,10 +31,38 @@ from pathlib import Path
 
 from sqlmodel import col, select
 
-from runners import Outcome
+from runners import MavenTool, Outcome
 from runners.envspec import GitTree
+from runners.mutation import MutationResult, java_focal_methods
 from runners.revisions import prepare_revision
+from runners.sides import Side
 from tasks import Repository, Task, open_store
+
+MODES = ("scoring", "classes", "baseline")
+
+
+def _mutation(
+    mode: str, side: Side, task: Task, gold: bytes, passing: list[str], tag: str, timeout: float
+) -> MutationResult | None:
+    if mode != "baseline":
+        only_focal = mode == "scoring"
+        return side.mutation_score(
+            task.test_file, gold, passing, task.focal_methods, tag, timeout, only_focal=only_focal
+        )
+    tool = side.environment.tool
+    assert isinstance(tool, MavenTool)
+    sources = {f["file"]: side.sandbox.read_file(f["file"]) or b"" for f in task.focal_methods}
+    return tool.mutation(
+        side.sandbox,
+        side.spec,
+        passing[0].split("#")[0],
+        [test.split("#")[1] for test in passing],
+        java_focal_methods(task.focal_methods, sources),
+        timeout,
+        module=side.spec.module_for(task.test_file),
+        extra_classpath=[f".coevo/cross/{tag}/classes"],  # the whole gold test file, run_cross compiled
+        only_focal=False,
+    )
 
 
 def main() -> int:
@@ -50,7 +81,7 @@ def main() -> int:
         return 2
     os.environ.setdefault("COEVO_WORK", tempfile.mkdtemp(prefix="coevo-bench-mutation-"))
     work = Path(os.environ["COEVO_WORK"])
-    totals = {"focal": 0.0, "classes": 0.0}
+    totals = dict.fromkeys(MODES, 0.0)
     differ = 0
     for task in tasks:
         repo = repos[task.repository_id]
@@ -67,29 +98,24 @@ def main() -> int:
         ran = side.run_cross(task.test_file, gold, task.test_ids, tag, args.timeout)
         passing = [r.test for r in ran.results if r.outcome == Outcome.PASS]
         verdicts = {}
-        for mode in ("focal", "classes"):
+        for mode in MODES:
             started = time.monotonic()
-            only_focal = mode == "focal"
-            result = side.mutation_score(
-                task.test_file, gold, passing, task.focal_methods, tag, args.timeout, only_focal=only_focal
-            )
+            result = _mutation(mode, side, task, gold, passing, tag, args.timeout)
             seconds = time.monotonic() - started
             totals[mode] += seconds
             mutants = result.mutants if result is not None else ()
-            verdicts[mode] = {(m.class_name, m.line, m.mutator, m.description): m.status for m in mutants}
+            verdicts[mode] = {(m.class_name, m.line, m.mutator, m.description): m.detected for m in mutants}
             score = "-" if result is None or result.score is None else f"{result.score:.2f}"
             note = f" ({result.message})" if result is not None and result.message else ""
-            print(f"{task.id} {mode:7}: {seconds:6.1f}s, {len(mutants)} focal mutants, score {score}{note}")
+            print(f"{task.id} {mode:8}: {seconds:6.1f}s, {len(mutants)} focal mutants, score {score}{note}")
         side.close()
-        if verdicts["focal"] != verdicts["classes"]:
+        if any(verdicts[mode] != verdicts["scoring"] for mode in MODES):
             differ += 1
-            print(f"{task.id}: MISMATCH between the two runs' verdicts on the focal mutants")
+            print(f"{task.id}: MISMATCH between the runs' verdicts on the focal mutants")
     n = len(tasks)
-    focal_mean, classes_mean = totals["focal"] / n, totals["classes"] / n
-    print(
-        f"mutation scoring per task: {focal_mean:.1f}s (focal methods), {classes_mean:.1f}s (whole classes)"
-    )
-    print(f"speedup: {totals['classes'] / totals['focal']:.1f}x")
+    print("mutation scoring per task: " + ", ".join(f"{totals[m] / n:.1f}s ({m})" for m in MODES))
+    print(f"whole classes, scored tests only: {totals['classes'] / totals['scoring']:.1f}x")
+    print(f"speedup: {totals['baseline'] / totals['scoring']:.1f}x")
     return 1 if differ else 0
 
 
