@@ -143,12 +143,22 @@ def java_focal_methods(focal: Iterable[dict], sources: dict[str, bytes]) -> list
         container, _, name = qualified.rpartition(".")
         outer = container or Path(entry["file"]).stem
         simple_class = outer.rsplit(".", 1)[-1]
-        methods = [m for m in java.parse(source, scan="none").methods if m.container == container]
+        parsed = java.parse(source, scan="none")
+        methods = [m for m in parsed.methods if m.container == container]
         siblings = tuple(sorted({"<init>" if m.name == simple_class else m.name for m in methods}))
+        class_name = prefix + outer.replace(".", "$")
+        if container and container not in parsed.classes:
+            # An anonymous class (``Outer.FIELD`` holds ``new Adapter() {...}``): javac numbers
+            # it (``Outer$13``), so PIT gets every nested class of the declared one; the focal
+            # lines still pick the mutants.
+            declared = container
+            while declared and declared not in parsed.classes:
+                declared = declared.rpartition(".")[0]
+            class_name = prefix + (declared or Path(entry["file"]).stem).replace(".", "$") + "$*"
         found.append(
             FocalMethod(
                 file=entry["file"],
-                class_name=prefix + outer.replace(".", "$"),
+                class_name=class_name,
                 method="<init>" if name == simple_class else name,
                 start=int(entry["start"]),
                 end=int(entry["end"]),

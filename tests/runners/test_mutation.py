@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import cosmic_ray.plugins
 
-from runners.mutation import PYTHON_OPERATORS, MutationResult, parse_mutations, python_mutants
+from runners.mutation import (
+    PYTHON_OPERATORS,
+    MutationResult,
+    java_focal_methods,
+    only_these_tests,
+    parse_mutations,
+    python_mutants,
+)
 
 
 def _mutation(status: str, tests_run: int, line: int, killer: str = "") -> str:
@@ -55,3 +62,61 @@ def test_python_mutants_are_pits_defaults_on_the_focal_lines_only() -> None:
     broken = {"a.py": b"def area(w, h):\n    return w * h  # \xff\n", "b.py": b"def (:\n"}
     focal = [{"file": f, "method": "area", "start": 1, "end": 2} for f in broken]
     assert python_mutants(focal, broken) == []
+
+
+ADAPTERS = b"""package demo;
+
+public class Adapters {
+    public static final Adapter NAME = new Adapter() {
+        @Override public String read(String in) { return in.trim(); }
+    };
+
+    int size() { return 1; }
+
+    static class Inner {
+        Inner() {}
+        int twice(int x) { return 2 * x; }
+    }
+}
+"""
+
+
+def test_pit_names_focal_methods_of_declared_nested_and_anonymous_classes() -> None:
+    path = "src/main/java/demo/Adapters.java"
+    focal = [
+        {"file": path, "method": "Adapters.size()", "start": 8, "end": 8},
+        {"file": path, "method": "Adapters.Inner.twice(int)", "start": 12, "end": 12},
+        {"file": path, "method": "Adapters.Inner.Inner()", "start": 11, "end": 11},
+        # javac numbers the anonymous class (Adapters$1): PIT gets every class nested in Adapters.
+        {"file": path, "method": "Adapters.NAME.read(String)", "start": 5, "end": 5},
+    ]
+    named = [(f.class_name, f.method, f.siblings) for f in java_focal_methods(focal, {path: ADAPTERS})]
+    assert named == [
+        ("demo.Adapters", "size", ("size",)),
+        ("demo.Adapters$Inner", "twice", ("<init>", "twice")),
+        ("demo.Adapters$Inner", "<init>", ("<init>", "twice")),
+        ("demo.Adapters$*", "read", ("read",)),
+    ]
+
+
+def test_only_the_scored_test_methods_stay_in_the_class_pit_gets() -> None:
+    source = b"""package demo;
+
+import org.junit.jupiter.api.Test;
+
+class CalcTest {
+    private int helper() { return 2; }
+
+    @Test
+    void keeps() { assert helper() == 2; }
+
+    @Test
+    void drops() {
+        assert false;
+    }
+}
+"""
+    pruned = only_these_tests(source, "java", ["keeps"]).decode()
+    assert "void keeps()" in pruned and "helper()" in pruned
+    assert "drops" not in pruned and "assert false" not in pruned
+    assert pruned.count("@Test") == 1
