@@ -208,7 +208,7 @@ class PythonMutant:
     """The whole module, mutated."""
     statement: int | None = None
     """The first line of the innermost statement holding it: the line coverage.py reports as
-    run when the mutated code runs (None when unknown)."""
+    run when the mutated code runs (None when unknown, or in a def's or class's header)."""
 
 
 def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[PythonMutant]:
@@ -256,20 +256,18 @@ def python_mutants(focal: Iterable[dict], sources: dict[str, bytes]) -> list[Pyt
 
 
 def _statement_lines(code: str) -> dict[int, int]:
-    """Each line's innermost enclosing statement's first line (a compound statement's header
-    lines map to its own first line); empty when this Python cannot parse the module."""
+    """Each line's innermost enclosing statement's first line (an ``if``'s or loop's header
+    lines map to its own first line; a def's or class's header lines to none); empty when
+    this Python cannot parse the module."""
     import ast
 
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError):
         return {}
+    statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
     spans = sorted(
-        (
-            (node.lineno, node.end_lineno or node.lineno)
-            for node in ast.walk(tree)
-            if isinstance(node, ast.stmt)
-        ),
+        ((node.lineno, node.end_lineno or node.lineno) for node in statements),
         key=lambda span: span[1] - span[0],
         reverse=True,
     )
@@ -277,6 +275,13 @@ def _statement_lines(code: str) -> dict[int, int]:
     for start, end in spans:  # widest first, so inner statements overwrite outer ones
         for number in range(start, end + 1):
             lines[number] = start
+    # A def's or class's header (decorators, defaults, annotations) runs at import, outside any
+    # test's coverage context, yet what it computes is used by the tests: no line to go by.
+    for node in statements:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            for number in range(first, node.body[0].lineno):
+                lines.pop(number, None)
     return lines
 
 

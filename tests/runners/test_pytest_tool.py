@@ -483,6 +483,10 @@ def doubled_sum(items):
 
 def unused(x):
     return x + 1
+
+
+def scale(x, factor=2):
+    return x * factor
 """
 
 
@@ -495,7 +499,7 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         {
             "ranges.py": RANGES,
             "tests/test_ranges.py": """\
-                from ranges import clamp, countdown, doubled_sum
+                from ranges import clamp, countdown, doubled_sum, scale
 
 
                 def test_clamp():
@@ -509,6 +513,10 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
 
                 def test_doubled_sum():
                     assert doubled_sum([1, 2]) == 6
+
+
+                def test_scale():
+                    assert scale(3) == 6
             """,
             "tests/test_other.py": "def test_nothing_imported():\n    assert True\n",
         },
@@ -518,10 +526,11 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         {"file": "ranges.py", "method": "countdown", "start": 9, "end": 12},
         {"file": "ranges.py", "method": "doubled_sum", "start": 15, "end": 18},
         {"file": "ranges.py", "method": "unused", "start": 21, "end": 22},
+        {"file": "ranges.py", "method": "scale", "start": 25, "end": 26},
     ]
     mutants = python_mutants(focal, {"ranges.py": RANGES.encode()})
     box = LocalSandbox(root)
-    tests = [f"tests/test_ranges.py::test_{name}" for name in ("clamp", "countdown", "doubled_sum")]
+    tests = [f"tests/test_ranges.py::test_{name}" for name in ("clamp", "countdown", "doubled_sum", "scale")]
     result = PytestTool().mutation(box, PLAIN, tests, mutants, timeout=600)
     verdicts = {(m.method, m.line, m.mutator, m.description): m.status for m in result.mutants}
     assert verdicts == {
@@ -548,8 +557,12 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         ("unused", 22, "ReplaceBinaryOperator_Add_Sub", "occurrence 0"): "NO_COVERAGE",
         ("unused", 22, "NumberReplacer", "occurrence 6"): "NO_COVERAGE",
         ("unused", 22, "NumberReplacer", "occurrence 7"): "NO_COVERAGE",
+        # scale: its default is computed at import, outside the test's coverage, and still used.
+        ("scale", 25, "NumberReplacer", "occurrence 8"): "KILLED",
+        ("scale", 25, "NumberReplacer", "occurrence 9"): "KILLED",
+        ("scale", 26, "ReplaceBinaryOperator_Mul_Div", "occurrence 1"): "KILLED",
     }, verdicts
-    assert result.score == 14 / 19 and not result.message
+    assert result.score == 17 / 22 and not result.message
     assert (root / "ranges.py").read_text() == RANGES  # mutants are imported, never written
     other = ["tests/test_other.py::test_nothing_imported"]
     unrelated = PytestTool().mutation(box, PLAIN, other, mutants[:1], timeout=600)
