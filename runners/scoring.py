@@ -290,21 +290,39 @@ def judge(
     outcomes: dict[str, dict[str, Any]] = {}
     covered: dict[str, set[int]] = {}
     for method, test in ids.items():
-        result = on_new[test]
+        result, message = on_new[test], on_new[test].message
+        lines = new_run.coverage.get(test, Coverage()).lines
+        runs_changed = False
         if result.outcome == Outcome.PASS:
             kind = "pass"
-            for path, lines in new_run.coverage.get(test, Coverage()).lines.items():
-                covered.setdefault(path, set()).update(lines)
+            for path, numbers in lines.items():
+                covered.setdefault(path, set()).update(numbers)
+            runs_changed = _runs_changed_code(task, lines)
+            if not runs_changed:
+                message = "passes, but runs none of the changed production code"
         elif result.outcome == Outcome.COMPILE_ERROR:
             kind = "compile_fail"
         else:
             kind = "exec_fail"
         old_outcome = str(on_old[test].outcome) if test in on_old else None
-        success = kind == "pass" and (task.track == Track.UPDATE or old_outcome != "pass")
-        outcomes[method] = _outcome(kind, result.message, success, str(result.outcome), old_outcome)
+        success = runs_changed and (task.track == Track.UPDATE or old_outcome != "pass")
+        outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
+
+
+def _runs_changed_code(task: Task, lines: Mapping[str, frozenset[int]]) -> bool:
+    """Whether a test ran a line of a focal method (the changed code the task is about).
+
+    A test that runs none cannot be what the task asks for, whatever it asserts: without this,
+    ``assert True`` in a file importing a new name would pass on the new code and "fail" on the
+    old. Focal methods not found by coverage (static links) cannot be checked this way.
+    """
+    measured = [f for f in task.focal_methods if f.get("provenance") == "coverage" and f.get("start")]
+    if not measured:
+        return True
+    return any(f["start"] <= n <= f["end"] for f in measured for n in lines.get(f["file"], ()))
 
 
 def _focal_coverage(task: Task, built: BuiltRevision, covered: Mapping[str, set[int]]) -> float | None:

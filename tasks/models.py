@@ -399,7 +399,8 @@ class AgentRun(SQLModel, table=True):
     judged); ``harness_fail``: coevo could not prepare or judge the run."""
     outcomes: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     """Test method → ``{"outcome": pass|exec_fail|compile_fail|harness_fail, "success": bool,
-    "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``."""
+    "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``. A success passes
+    on rev2, runs a line of a focal method and, for generation, does not pass on rev1."""
     pass_rate: float = 0.0
     success_rate: float = 0.0
     compile_fail_rate: float = 0.0

@@ -167,6 +167,16 @@ print('COEVO_USAGE {"tokens": 1200, "cost": 0.25}')
 path = pathlib.Path(sys.argv[1])
 path.write_text(path.read_text() + "\\n\\ndef test_triangle(:\\n    pass\\n")
 """,
+    "vacuous.py": """import pathlib, re, sys
+# Tests that assert nothing: they pass on the new code, and in a file importing a new name
+# they "fail" on the old one too.
+path, methods = pathlib.Path(sys.argv[1]), sys.argv[2].split(",")
+text = path.read_text()
+for name in methods:
+    text = re.sub(rf"\\ndef {name}\\(.*?(?=\\n\\S|\\Z)", "", text, flags=re.S)
+    text += f"\\n\\ndef {name}():\\n    assert True\\n"
+path.write_text(text)
+""",
     "snoop.py": """import os, pathlib, socket, subprocess
 gold = "triangle(4, 3) " + "== 6"
 found = []
@@ -208,8 +218,8 @@ def agents_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
         stem = name.removesuffix(".py")
         (root / stem).mkdir()  # each agent sees only its own folder
         (root / stem / name).write_text(source)
-        lines += [f"[agents.{stem}]", f'command = "python3 /agent/{name} {{test_file}}"', f'mount = "{stem}"',
-                  "timeout = 120", ""]  # fmt: skip
+        command = f"python3 /agent/{name} {{test_file}} {{methods}}"
+        lines += [f"[agents.{stem}]", f'command = "{command}"', f'mount = "{stem}"', "timeout = 120", ""]
     lines += ["[agents.hangs]", 'command = "sleep 600"', "timeout = 5", ""]
     (root / "agents.toml").write_text("\n".join(lines))
     return root / "agents.toml"
@@ -222,10 +232,11 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
     _copy_db(tasks.db, db)
     exe = Path(sys.executable).parent / "coevo"
     env_work = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tasks.root / "venvs")}
-    for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs"):
+    for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs", "vacuous"):
+        track = [] if agent == "vacuous" else ["--track", "generation"]
         result = subprocess.run(
             [str(exe), "score", "--agent", agent, "--agents-file", str(agents_file), "--db", str(db),
-             "--backend", "docker", "--track", "generation", "--timeout", "120"],
+             "--backend", "docker", *track, "--timeout", "120"],
             capture_output=True, text=True, env={**os.environ, **env_work}, check=False,
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
@@ -234,6 +245,16 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
         agent: _runs(db, agent)[gid]
         for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs")
     }
+
+    # Asserting nothing passes, and in generation "fails" on the old code (the file imports
+    # triangle), but runs none of the changed code: never a success, in either track.
+    vacuous = _runs(db, "vacuous")
+    for task, method in ((tasks.generation, "test_triangle"), (tasks.update, "test_rectangle")):
+        outcome = vacuous[task.id].outcomes[method]
+        assert (outcome["outcome"], outcome["success"]) == ("pass", False), outcome
+        assert outcome["message"] == "passes, but runs none of the changed production code"
+    assert vacuous[gid].outcomes["test_triangle"]["old"] == "compile_error"
+    assert {r.coverage_on_pass for r in vacuous.values()} == {0.0}
 
     both = run["pass_both"].outcomes["test_triangle"]
     assert (both["outcome"], both["old"], both["success"]) == ("pass", "pass", False)
