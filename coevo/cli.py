@@ -798,10 +798,11 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         image = f" (image {run.image}, {'cached' if run.image_cached else 'built'})" if run.image else ""
         out.print(f"revision   {run.revision}", highlight=False)
         out.print(f"backend    {run.backend}{image}", highlight=False)
-        built = (
-            ("ok" + (f" ({run.build.message})" if run.build.message else "")) if run.build.ok else "FAILED: "
-        )
-        out.print(f"build      {built if run.build.ok else built + run.build.message}", highlight=False)
+        if not run.build.ok:
+            built = f"FAILED: {run.build.message}"
+        else:
+            built = f"ok ({run.build.message})" if run.build.message else "ok"
+        out.print(f"build      {built}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {result.message.splitlines()[0]}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)

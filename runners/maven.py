@@ -19,14 +19,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from tasks import CoevoError
 
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import Jdk, choose_jdk
-from .mutation import FocalMethod, MutationResult, parse_mutations, pit_jars
+from .mutation import FocalMethod, Mutant, MutationResult, parse_mutations, pit_jars
 from .results import Outcome, TestResult, parse_junit_xml
 from .sandbox import ExecResult, Sandbox
 from .tools import tool_jar
@@ -416,7 +415,7 @@ class MavenTool:
         report = sandbox.read_file(f"{run}/pit/mutations.xml")
         sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
         if report is None:
-            reason = "timed out" if log.timed_out else _last_line(log)
+            reason = "timed out" if log.timed_out else _pit_error(log)
             return MutationResult((), f"PIT wrote no report: {reason}", log)
         return MutationResult(tuple(m for m in parse_mutations(report) if _on_focal(m, focal)), "", log)
 
@@ -694,7 +693,7 @@ def _outcome(test: _TestId, launch: _Launch) -> TestResult:
     return TestResult(test.requested, Outcome.ABSENT, "not run: no such test method")
 
 
-def _on_focal(mutant: Any, focal: Sequence[FocalMethod]) -> bool:
+def _on_focal(mutant: Mutant, focal: Sequence[FocalMethod]) -> bool:
     return any(
         mutant.class_name.split("$")[0] == f.class_name.split("$")[0] and f.start <= mutant.line <= f.end
         for f in focal
@@ -735,6 +734,15 @@ def _with_symbol(message: str, lines: Sequence[str], index: int) -> str:
         if match:
             return _shorten(f"{message} ({match['symbol'].strip()})")
     return _shorten(message)
+
+
+def _pit_error(log: ExecResult) -> str:
+    """PIT's own error (``PitHelpError: No mutations found. …``) rather than its last line
+    (``See https://pitest.org for more details.``)."""
+    for line in (log.stderr + "\n" + log.stdout).splitlines():
+        if "PitHelpError: " in line or "PitError: " in line:
+            return line.split("Error: ", 1)[1].strip()
+    return _last_line(log)
 
 
 def _last_line(log: ExecResult) -> str:

@@ -312,10 +312,12 @@ class PytestTool:
         tests: Sequence[str],
         mutants: Sequence[PythonMutant],
         timeout: float,
+        baseline: TestRun | None = None,
     ) -> MutationResult:
         """Each mutant's fate under ``tests`` (node ids that pass unmutated), one pytest run each.
 
-        The unmutated run measures coverage, and a mutant whose statement no test ran is
+        ``baseline`` is the tests' unmutated run with coverage when the caller has one; else it
+        is run here. A mutant whose statement no test ran in it is
         ``NO_COVERAGE`` without a run, as in PIT. Otherwise a mutant is ``KILLED`` when a test
         does not pass, ``TIMED_OUT`` when the run outlives twice the unmutated run's time plus
         10 s, ``NO_COVERAGE`` when no test imported its module, else ``SURVIVED`` (PIT's
@@ -323,7 +325,8 @@ class PytestTool:
         message says so.
         """
         deadline = time.monotonic() + timeout
-        baseline = self.run_tests(sandbox, spec, tests, timeout, coverage=True)
+        if baseline is None:
+            baseline = self.run_tests(sandbox, spec, tests, timeout, coverage=True)
         failing = [r.test for r in baseline.results if r.outcome != Outcome.PASS]
         tests = [t for t in tests if t not in failing]
         if not tests:

@@ -145,8 +145,11 @@ def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
              "Only the test file is kept; other changes are discarded.", "",
              "## The production change", "", "```diff", task.production_diff.rstrip(), "```", "",
              "## The changed methods now", ""]  # fmt: skip
+    tree, sources = GitTree(repo_path, task.rev2), dict[str, bytes | None]()
     for focal in task.focal_methods:
-        source = GitTree(repo_path, task.rev2).read(focal["file"])
+        if focal["file"] not in sources:
+            sources[focal["file"]] = tree.read(focal["file"])
+        source = sources[focal["file"]]
         if source is None or focal.get("start") is None:
             continue
         body = source.decode("utf-8", errors="replace").splitlines()[focal["start"] - 1 : focal["end"]]
@@ -274,7 +277,7 @@ def judge(
         passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
         started = time.monotonic()
         mutation = new_side.mutation_score(
-            task.test_file, content, passing, task.focal_methods, tag, timeout * 4
+            task.test_file, content, passing, task.focal_methods, tag, timeout * 4, baseline=new_run
         )
         mutation_seconds = time.monotonic() - started
     finally:
@@ -487,34 +490,36 @@ def score(
             session.exec(select(Task).order_by(col(Task.rev2_date))).all(), cutoff, track
         )
         done = set(session.exec(select(AgentRun.task_id).where(AgentRun.agent == agent.name)).all())
-        if redo:
-            session.exec(delete(AgentRun).where(col(AgentRun.agent) == agent.name))
-            done = set()
+        if redo:  # only the tasks in scope: runs on older tasks or other tracks are kept
+            in_scope = [t.id for t in tasks]
+            session.exec(
+                delete(AgentRun).where(col(AgentRun.agent) == agent.name, col(AgentRun.task_id).in_(in_scope))
+            )
+            done -= set(in_scope)
         repos = {r.id: r for r in session.exec(select(Repository)).all()}
     report = ScoreReport(agent.name, skipped=sum(t.id in done for t in tasks))
     todo = [t for t in tasks if t.id not in done]
     root = options.work or work_root()
 
-    def one(task: Task) -> None:
+    def one(task: Task) -> str | None:
+        """Scores and stores one task; the error, if any."""
         try:
             run = score_task(task, repos[task.repository_id], agent, options, root)
         except CoevoError as exc:
-            report.errors[task.id] = str(exc)
-            return
+            return str(exc)
         with store.session() as session:
             session.add(run)
-        report.scored += 1
+        return None
 
-    if workers <= 1:
-        for index, task in enumerate(todo):
-            one(task)
+    with ThreadPoolExecutor(workers) as pool:
+        errors = map(one, todo) if workers <= 1 else pool.map(one, todo)  # one worker: this thread
+        for index, (task, error) in enumerate(zip(todo, errors, strict=True)):
+            if error is None:
+                report.scored += 1
+            else:
+                report.errors[task.id] = error
             if progress:
                 progress(index + 1, len(todo))
-    else:
-        with ThreadPoolExecutor(workers) as pool:
-            for index, _ in enumerate(pool.map(one, todo)):
-                if progress:
-                    progress(index + 1, len(todo))
     return report
 
 
@@ -552,9 +557,10 @@ def leaderboard(store: Store, after: datetime | None = None) -> list[Standing]:
     return sorted(standings, key=lambda s: (-s.success_rate, -s.pass_rate, s.agent))
 
 
-def _mean_of(values: Sequence[float | int | None]) -> float | None:
+def _mean_of(values: Sequence[float | int | None], scale: float = 1.0, digits: int = 4) -> float | None:
+    """The mean of the values present, times ``scale``, rounded; None when none is."""
     present = [v for v in values if v is not None]
-    return round(sum(present) / len(present), 4) if present else None
+    return round(scale * sum(present) / len(present), digits) if present else None
 
 
 def _half_year(task: Task) -> str:
@@ -563,8 +569,7 @@ def _half_year(task: Task) -> str:
 
 def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
     def mean(values: Sequence[float | None]) -> float | None:
-        present = [v for v in values if v is not None]
-        return round(100 * sum(present) / len(present), 1) if present else None
+        return _mean_of(values, scale=100, digits=1)  # percent
 
     def judged(run: AgentRun, rate: float) -> float | None:
         """A rate over the methods the harness could judge (harness failures do not count)."""
@@ -576,10 +581,7 @@ def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
         ("track", lambda t: str(t.track)),
         ("language", lambda t: t.language),
         ("repository", lambda t: t.repository),
-        (
-            "window",
-            lambda t: f"{t.rev2_date.year}-H{1 + (t.rev2_date.month > 6)}" if t.rev2_date else "undated",
-        ),
+        ("window", _half_year),
     ):
         buckets: dict[str, list[tuple[AgentRun, Task]]] = {}
         for run, task in runs:

@@ -8,6 +8,7 @@ matrix cells, scoring an agent's test file) can share one built worktree.
 
 from __future__ import annotations
 
+import dataclasses
 import posixpath
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -83,11 +84,14 @@ class Side:
         tag: str,
         timeout: float,
         only_focal: bool = True,
+        baseline: TestRun | None = None,
     ) -> MutationResult | None:
         """What ``tests`` (ids of ``content``, another revision's ``test_file``, that
         :meth:`run_cross` ran under ``tag``) make of the focal methods' mutants; None when there
-        is nothing to measure (no test, no focal method with a mutant). ``only_focal=False``
-        has PIT mutate the focal classes whole (to compare; the result is the same)."""
+        is nothing to measure (no test, no focal method with a mutant). ``baseline``: that
+        run, with coverage, so Python does not run the tests unmutated again.
+        ``only_focal=False`` has PIT mutate the focal classes whole (to compare; the result is
+        the same)."""
         tool = self.environment.tool
         if not tests:
             return None
@@ -97,7 +101,19 @@ class Side:
             if not mutants:
                 return None
             with self._placed_python(test_file, content, tests, tag) as placed:
-                return tool.mutation(self.sandbox, self.spec, list(placed.values()), mutants, timeout)
+                if baseline is not None:  # under the ids of the placed copy
+                    baseline = TestRun(
+                        tuple(
+                            dataclasses.replace(r, test=placed[r.test])
+                            for r in baseline.results
+                            if r.test in placed
+                        ),
+                        {placed[test]: lines for test, lines in baseline.coverage.items() if test in placed},
+                        baseline.log,
+                    )
+                return tool.mutation(
+                    self.sandbox, self.spec, list(placed.values()), mutants, timeout, baseline
+                )
         assert isinstance(tool, MavenTool)
         methods = java_focal_methods(focal, sources)
         if not methods:

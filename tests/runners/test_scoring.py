@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
+from sqlalchemy import delete
+from sqlmodel import col, select
 
 import miner
 from coevo.example import write_example
@@ -137,9 +138,18 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
         score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.root / "work"))
     options = ScoreOptions(backend="local", test_timeout=120, work=tasks.root / "work", trust_host=True)
     cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
-    report = score(open_store(db), find_agent("noop"), after=cutoff, options=options, redo=True)
+    with open_store(db).session() as s:
+        s.exec(delete(AgentRun).where(col(AgentRun.agent) == "noop"))
+    report = score(open_store(db), find_agent("noop"), after=cutoff, options=options)
     assert report.scored == 1  # the generation task is dated exactly at the cutoff: not after it
     assert set(_runs(db, "noop")) == {tasks.update.id}
+    # --redo scores again the tasks in scope only: the generation run, out of scope, is kept.
+    score(open_store(db), find_agent("noop"), options=options, track="generation")
+    kept = _runs(db, "noop")[tasks.generation.id].id
+    again = score(open_store(db), find_agent("noop"), after=cutoff, options=options, redo=True)
+    assert (again.scored, again.skipped) == (1, 0)
+    runs = _runs(db, "noop")
+    assert set(runs) == {tasks.generation.id, tasks.update.id} and runs[tasks.generation.id].id == kept
     by_model = score(open_store(db), late, model_cutoff=True, options=options)
     assert by_model.scored == 1 and set(_runs(db, "late")) == {tasks.update.id}
     with pytest.raises(BadAgent, match="declares no cutoff"):
