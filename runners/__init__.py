@@ -9,7 +9,7 @@ from .buildtools import (
     build_tool,
     get_build_tool,
 )
-from .docker_sandbox import DockerSandbox, DockerUnavailable, docker_client, remove_leftovers
+from .docker_sandbox import DockerSandbox, DockerUnavailable, Mount, docker_client, remove_leftovers
 from .environment import BACKENDS, BackendUnsupported, Environment, prepare_environment, resolve_backend
 from .envspec import (
     BrokenBuildFile,
@@ -51,6 +51,7 @@ __all__ = [
     "LauncherFailed",
     "LocalSandbox",
     "MavenTool",
+    "Mount",
     "NoBuildFound",
     "NoPython",
     "NoSuitableJdk",

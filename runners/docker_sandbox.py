@@ -12,6 +12,7 @@ import shlex
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,15 @@ from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult
 
 LABEL = "coevo.sandbox"
 WORKDIR = "/work"
+
+
+@dataclass(frozen=True)
+class Mount:
+    """A host folder a container sees at ``inside``; read-only unless ``writable``."""
+
+    host: Path
+    inside: str
+    writable: bool = False
 
 
 class DockerUnavailable(CoevoError):
@@ -60,7 +70,7 @@ class DockerSandbox:
         client: Any,
         image: str,
         worktree: Path,
-        mounts: Mapping[Path, str] | None = None,
+        mounts: Sequence[Mount] = (),
         env: Mapping[str, str] | None = None,
         network: bool = False,
         cpus: float = 2.0,
@@ -68,12 +78,15 @@ class DockerSandbox:
         pids: int = 1024,
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         workdir: str = WORKDIR,
+        tmpfs: Mapping[str, str] | None = None,
     ) -> None:
+        """``tmpfs``: in-memory folders (path inside → options, ``size=1g``), gone with the container."""
         self.workdir = workdir
         self._client = client
         self._image = image
         self._worktree = worktree
-        self._mounts = dict(mounts or {})
+        self._mounts = tuple(mounts)
+        self._tmpfs = dict(tmpfs or {})
         self._env = dict(env or {})
         self._network = network
         self._cpus = cpus
@@ -85,7 +98,9 @@ class DockerSandbox:
     def _started(self) -> Any:
         if self._container is None:
             volumes = {str(self._worktree): {"bind": self.workdir, "mode": "rw"}}
-            volumes |= {str(host): {"bind": inside, "mode": "rw"} for host, inside in self._mounts.items()}
+            volumes |= {
+                str(m.host): {"bind": m.inside, "mode": "rw" if m.writable else "ro"} for m in self._mounts
+            }
             self._container = self._client.containers.run(
                 self._image,
                 command=["sleep", "infinity"],
@@ -99,6 +114,7 @@ class DockerSandbox:
                 pids_limit=self._pids,
                 labels={LABEL: "1"},
                 init=True,
+                tmpfs=self._tmpfs or None,
             )
         return self._container
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from tasks import CoevoError
 
 from .buildtools import BuildTool, get_build_tool
-from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, docker_client
+from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .envspec import EnvSpec
 from .images import (
     IMAGE_DEPS_REPO,
@@ -53,7 +53,7 @@ class Environment:
     spec: EnvSpec
     tool: BuildTool
     image: ImagePlan | None = None
-    mounts: tuple[tuple[Path, str], ...] = ()
+    mounts: tuple[Mount, ...] = ()
     """Host folders the container sees (the Maven repository, the venvs)."""
     same_paths: bool = False
     """Mount the worktree at its host path: tools that share files by path (pytest's venvs) need it."""
@@ -62,13 +62,13 @@ class Environment:
         """A sandbox over ``worktree``; the network is off unless asked (builds that download)."""
         if self.image is None:
             return LocalSandbox(worktree)
-        for host, _ in self.mounts:
-            host.mkdir(parents=True, exist_ok=True)
+        for mount in self.mounts:
+            mount.host.mkdir(parents=True, exist_ok=True)
         return DockerSandbox(
             docker_client(),
             self.image.tag,
             worktree,
-            mounts=dict(self.mounts),
+            mounts=self.mounts,
             network=network,
             workdir=str(worktree) if self.same_paths else WORKDIR,
         )
@@ -140,7 +140,8 @@ def prepare_environment(
         interpreter = FoundPython(Path(f"/usr/bin/python{python}"), f"{python} in {plan.tag}")
         venvs = venvs_root()
         tool = PytestTool(python=interpreter, scratch_root=venvs / "scratch")
-        return Environment("docker", spec, tool, plan, ((venvs, str(venvs)),), same_paths=True), cached
+        mounts = (Mount(venvs, str(venvs), writable=True),)
+        return Environment("docker", spec, tool, plan, mounts, same_paths=True), cached
     if build_files:
         plan = deps_image_plan(plan, build_files, build_args)
         cached = build_image(client, plan) and cached
@@ -155,5 +156,5 @@ def prepare_environment(
         repo_tail=IMAGE_DEPS_REPO if build_files else None,
         pit_dir=IMAGE_PIT,
     )
-    m2 = ((Path(maven_repository()), _IMAGE_M2),)
+    m2 = (Mount(Path(maven_repository()), _IMAGE_M2, writable=True),)
     return Environment("docker", spec, maven, plan, m2), cached

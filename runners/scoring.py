@@ -41,7 +41,7 @@ from tasks import AgentRun, CoevoError, Repository, Store, Task, TaskStatus, Tra
 
 from .agents import Agent, BadAgent
 from .buildtools import Coverage
-from .docker_sandbox import DockerSandbox, docker_client
+from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .envspec import GitTree
 from .mutation import MutationResult
 from .results import Outcome
@@ -226,9 +226,9 @@ def _agent_sandbox(
         # The host: only for agents one trusts (the host's files are all readable).
         values |= {"workspace": str(workspace.repo), "prompt": str(workspace.task_dir / "prompt.md")}
         return LocalSandbox(workspace.repo), values
-    mounts = {workspace.task_dir: "/task"}
+    mounts = [Mount(workspace.task_dir, "/task")]
     if agent.mount is not None:
-        mounts[agent.mount] = "/agent"
+        mounts.append(Mount(agent.mount, "/agent"))
     values |= {"workspace": "/workspace", "prompt": "/task/prompt.md"}
     sandbox = DockerSandbox(
         docker_client(),
