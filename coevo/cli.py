@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -527,7 +528,7 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
         return
     out.print(f"agent {run.agent} on task {run.task_id}: {run.status}, {run.seconds:.1f}s", highlight=False)
     for method, outcome in run.outcomes.items():
-        detail = f" — {outcome['message'].splitlines()[0]}" if outcome.get("message") else ""
+        detail = f" — {_visible(outcome['message'].splitlines()[0])}" if outcome.get("message") else ""
         success = " (success)" if outcome.get("success") else ""
         out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False, markup=False)
     if run.coverage_on_pass is not None:
@@ -539,10 +540,25 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
         line += f" in {m['seconds']:.1f}s"
         out.print(line + (f"; {m['message']}" if m.get("message") else ""), highlight=False)
     if run.discarded:
-        out.print(f"discarded changes to: {', '.join(run.discarded)}", highlight=False, markup=False)
+        discarded = _visible(", ".join(run.discarded))
+        out.print(f"discarded changes to: {discarded}", highlight=False, markup=False)
     for title, text in (("prompt", run.prompt), ("agent log", run.log), ("diff of the test file", run.diff)):
         out.print(f"\n--- {title} ---", highlight=False)
-        out.print(text.rstrip() or "(empty)", highlight=False, markup=False)
+        out.print(_visible(text.rstrip()) or "(empty)", highlight=False, markup=False)
+
+
+def _visible(text: str) -> str:
+    """``text`` with control and format characters escaped (``\\x1b``): an agent's log or file
+    must not drive the terminal (colours, cursor moves, a rewritten line, reversed text)."""
+    return "".join(
+        char if char in "\n\t" or unicodedata.category(char) not in ("Cc", "Cf") else _escaped(char)
+        for char in text
+    )
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 @app.command("mine")

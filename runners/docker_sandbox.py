@@ -79,14 +79,17 @@ class DockerSandbox:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         workdir: str = WORKDIR,
         tmpfs: Mapping[str, str] | None = None,
+        hardened: bool = False,
     ) -> None:
-        """``tmpfs``: in-memory folders (path inside → options, ``size=1g``), gone with the container."""
+        """``tmpfs``: in-memory folders (path inside → options, ``size=1g``), gone with the container.
+        ``hardened``: no Linux capabilities and no privilege gain (for agents, which need neither)."""
         self.workdir = workdir
         self._client = client
         self._image = image
         self._worktree = worktree
         self._mounts = tuple(mounts)
         self._tmpfs = dict(tmpfs or {})
+        self._hardened = hardened
         self._env = dict(env or {})
         self._network = network
         self._cpus = cpus
@@ -115,6 +118,7 @@ class DockerSandbox:
                 labels={LABEL: "1"},
                 init=True,
                 tmpfs=self._tmpfs or None,
+                **({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]} if self._hardened else {}),
             )
         return self._container
 

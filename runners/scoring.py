@@ -19,15 +19,15 @@ For each task-agent pair:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
-import os
-import subprocess
+import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,22 +43,25 @@ from .agents import Agent, BadAgent
 from .buildtools import Coverage
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .envspec import GitTree
+from .judge_tree import judge_tree
 from .mutation import MutationResult
 from .results import Outcome
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
-from .worktree import export_revision
+from .sides import Side
+from .workspace import (
+    DEFAULT_MAX_TEST_FILE,
+    DEFAULT_MAX_WORKSPACE,
+    UnreadableTestFile,
+    Workspace,
+    changed_paths,
+    prepare_workspace,
+    read_agent_file,
+    tree_state,
+)
 
 USAGE_PREFIX = "COEVO_USAGE "
 """An agent reports what it used with a line ``COEVO_USAGE {"tokens": 1234, "cost": 0.05}``."""
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "coevo",
-    "GIT_AUTHOR_EMAIL": "coevo@invalid",
-    "GIT_COMMITTER_NAME": "coevo",
-    "GIT_COMMITTER_EMAIL": "coevo@invalid",
-    "GIT_AUTHOR_DATE": "2000-01-01T00:00:00+00:00",
-    "GIT_COMMITTER_DATE": "2000-01-01T00:00:00+00:00",
-}
 
 
 @dataclass(frozen=True)
@@ -70,146 +73,110 @@ class ScoreOptions:
     base_images: Mapping[str, str] | None = None
     trust_host: bool = False
     """Let command agents run on the host (``local`` backend): they could read anything there."""
-
-
-@dataclass
-class Workspace:
-    """Where an agent works: ``repo`` (the workspace) and ``task/prompt.md`` beside it."""
-
-    root: Path
-    test_file: str
-    given: bytes | None
-    """The test file as the agent gets it (None: removed, the agent writes it)."""
-    prompt: str
-
-    @property
-    def repo(self) -> Path:
-        return self.root / "workspace"
-
-    @property
-    def task_dir(self) -> Path:
-        return self.root / "task"
-
-
-# --- the workspace ---------------------------------------------------------------------------------
-
-
-def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
-    """The test file with the answer taken out: gold methods removed, or old versions restored."""
-    from miner.languages import get_language
-
-    language = get_language(task.language)
-    new = GitTree(repo_path, task.rev2).read(task.test_file)
-    if new is None:
-        raise CoevoError(f"task {task.id}: {task.test_file} is not in rev2")
-    old = GitTree(repo_path, task.rev1).read(task.old_test_file or task.test_file)
-    if task.track == Track.GENERATION and old is None:
-        return None  # a new file: the agent writes all of it
-    methods = language.parse(new, scan="none").by_key()
-    old_methods = language.parse(old, scan="none").by_key() if old is not None else {}
-    lines = new.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
-    targets = sorted(
-        (methods[key] for key in task.test_methods if key in methods), key=lambda m: -m.start_line
-    )
-    for method in targets:
-        start, end = method.start_line - 1, method.end_line
-        if task.track == Track.GENERATION:
-            replacement: list[str] = []
-        else:
-            previous = old_methods.get(method.key)
-            replacement = previous.source.splitlines(keepends=True) if previous else []
-            if replacement and not replacement[-1].endswith("\n"):
-                replacement[-1] += "\n"
-            indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-            if replacement and not replacement[0].startswith(indent):
-                replacement[0] = indent + replacement[0].lstrip()
-        lines[start:end] = replacement
-    return "".join(lines).encode("utf-8", errors="surrogateescape")
-
-
-def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
-    """What the agent is told: the track, the file, the methods, the production change."""
-    names = [key.split("(")[0].split("#")[0].rsplit(".", 1)[-1] for key in task.test_methods]
-    if task.track == Track.GENERATION:
-        goal = (
-            f"The production code changed. Write these new test methods in `{task.test_file}` "
-            f"({'create the file' if given is None else 'the file exists'}): {', '.join(names)}. "
-            "They must pass on the new code and capture the new behaviour (fail on the old code)."
-        )
-    else:
-        goal = (
-            f"The production code changed and these test methods in `{task.test_file}` no longer "
-            f"fit it: {', '.join(names)}. Repair them so they pass on the new code."
-        )
-    parts = [f"# coevo task {task.id} ({task.track}, {task.language})", "", goal, "",
-             "Only the test file is kept; other changes are discarded.", "",
-             "## The production change", "", "```diff", task.production_diff.rstrip(), "```", "",
-             "## The changed methods now", ""]  # fmt: skip
-    tree, sources = GitTree(repo_path, task.rev2), dict[str, bytes | None]()
-    for focal in task.focal_methods:
-        if focal["file"] not in sources:
-            sources[focal["file"]] = tree.read(focal["file"])
-        source = sources[focal["file"]]
-        if source is None or focal.get("start") is None:
-            continue
-        body = source.decode("utf-8", errors="replace").splitlines()[focal["start"] - 1 : focal["end"]]
-        parts += [f"`{focal['file']}` — {focal['method']}", "", "```", *body, "```", ""]
-    return "\n".join(parts)
-
-
-def prepare_workspace(task: Task, repo_path: Path, root: Path) -> Workspace:
-    """The agent's workspace: the rev2 tree with the test file reset, one commit, no history."""
-    given = reset_test_file(task, repo_path)
-    workspace = Workspace(root, task.test_file, given, prompt_text(task, repo_path, given))
-    export_revision(repo_path, task.rev2, workspace.repo)
-    target = workspace.repo / task.test_file
-    if given is None:
-        target.unlink(missing_ok=True)
-    else:
-        target.write_bytes(given)
-    workspace.task_dir.mkdir(parents=True, exist_ok=True)
-    (workspace.task_dir / "prompt.md").write_text(workspace.prompt)
-    env = {**os.environ, **_IDENTITY, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_SYSTEM": os.devnull}
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "task"]):
-        subprocess.run(["git", "-C", str(workspace.repo), *args], env=env, capture_output=True, check=True)
-    return workspace
+    max_test_file: int = DEFAULT_MAX_TEST_FILE
+    """Bytes an agent's test file may have."""
+    max_workspace: int = DEFAULT_MAX_WORKSPACE
+    """Bytes of files an agent's workspace may hold when it is done."""
 
 
 # --- the agent's run -------------------------------------------------------------------------------
+
+LOG_LIMIT = 64 * 1024
+"""Characters of an agent's output kept with its run: the head and the tail, marked where cut."""
+SCRATCH_SIZE = "1g"
+"""The agent container's writable ``/tmp`` (its home): in memory, this big, gone with the container."""
+
+
+class AgentCannotStart(BadAgent):
+    """The agent's command cannot start (no such executable or script): an error of the whole
+    run, never a score."""
 
 
 @dataclass
 class AgentOutput:
     content: bytes | None
-    """The test file the agent left (None: none)."""
+    """The test file the agent left (None: none, or not readable: see ``problem``)."""
     log: str
     seconds: float
     timed_out: bool
     discarded: list[str] = field(default_factory=list)
+    problem: str = ""
+    """Why the agent's file is not judged (a link, a device, too big; a workspace over its limit)."""
 
 
 def run_agent(
-    agent: Agent, task: Task, workspace: Workspace, repo_path: Path, image: str | None
+    agent: Agent,
+    task: Task,
+    workspace: Workspace,
+    repo_path: Path,
+    image: str | None,
+    options: ScoreOptions | None = None,
 ) -> AgentOutput:
-    """Runs ``agent`` in ``workspace`` and takes back its test file."""
+    """Runs ``agent`` in ``workspace`` and takes back its test file, safely (see :mod:`runners.workspace`)."""
+    options = options or ScoreOptions()
     started = time.monotonic()
     log, timed_out = "", False
-    target = workspace.repo / workspace.test_file
     if agent.builtin:
         if agent.name == "gold":
+            target = workspace.repo / workspace.test_file
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(GitTree(repo_path, task.rev2).read(task.test_file) or b"")
     else:
         sandbox, values = _agent_sandbox(agent, task, workspace, image)
         try:
-            result = sandbox.exec(agent.argv(values), agent.timeout)
+            argv = agent.argv(values)
+            _check_can_start(agent, sandbox, argv)
+            result = sandbox.exec(argv, agent.timeout)
         finally:
-            sandbox.close()
-        log = (result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr)[-200_000:]
+            sandbox.close()  # the container and every process of the agent are gone before reading
+        if result.exit_code in (126, 127) and (why := _not_started(result.stderr, argv[0])):
+            raise AgentCannotStart(f"agent {agent.name} cannot start: {why}")
+        log = capped(result.stdout + ("\n" if result.stdout and result.stderr else "") + result.stderr)
         timed_out = result.timed_out
-    discarded = [path for path in _changed(workspace.repo) if path != workspace.test_file]
-    content = target.read_bytes() if target.is_file() else None
-    return AgentOutput(content, log, time.monotonic() - started, timed_out, discarded)
+    after = tree_state(workspace.repo, options.max_workspace)
+    discarded = [path for path in changed_paths(workspace.before, after) if path != workspace.test_file]
+    problem = f"the workspace grew past its limit ({after.over}): nothing is judged" if after.over else ""
+    content = None
+    if not problem:
+        try:
+            content = read_agent_file(workspace.repo, workspace.test_file, options.max_test_file)
+        except UnreadableTestFile as exc:
+            problem = str(exc)
+    return AgentOutput(content, log, time.monotonic() - started, timed_out, discarded, problem)
+
+
+def capped(text: str, limit: int = LOG_LIMIT) -> str:
+    """``text`` within ``limit`` characters: its head and tail, with a visible mark where it was cut."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    cut = len(text) - 2 * half
+    return f"{text[:half]}\n[... {cut} characters cut by coevo ...]\n{text[-half:]}"
+
+
+def _check_can_start(agent: Agent, sandbox: Sandbox, argv: Sequence[str]) -> None:
+    """Refuses a command whose program is not there, or that names a missing file of ``/agent``."""
+    if not argv:
+        raise AgentCannotStart(f"agent {agent.name}: its command is empty")
+    for part in argv:
+        if part == "/agent" or part.startswith("/agent/"):
+            if agent.mount is None:
+                raise AgentCannotStart(f"agent {agent.name}: {part} is named but the agent declares no mount")
+            if not (agent.mount / part.removeprefix("/agent").lstrip("/")).exists():
+                raise AgentCannotStart(
+                    f"agent {agent.name}: {part} does not exist in its mount {agent.mount}"
+                )
+    found = sandbox.exec(["sh", "-c", 'command -v "$0" >/dev/null 2>&1', argv[0]], 60)
+    if found.exit_code not in (0, None) and not found.timed_out:
+        raise AgentCannotStart(f"agent {agent.name}: {argv[0]} is not a command where it runs")
+
+
+def _not_started(stderr: str, program: str) -> str:
+    """The line saying ``program`` could not be started (coreutils ``timeout``'s, or the host's)."""
+    for line in stderr.splitlines():
+        if line.startswith("timeout: failed to run command") or line.startswith(f"{program}: "):
+            return line.strip()
+    return ""
 
 
 def _agent_sandbox(
@@ -225,7 +192,7 @@ def _agent_sandbox(
     if chosen is None:
         # The host: only for agents one trusts (the host's files are all readable).
         values |= {"workspace": str(workspace.repo), "prompt": str(workspace.task_dir / "prompt.md")}
-        return LocalSandbox(workspace.repo), values
+        return LocalSandbox(workspace.repo, output_limit=LOG_LIMIT), values
     mounts = [Mount(workspace.task_dir, "/task")]
     if agent.mount is not None:
         mounts.append(Mount(agent.mount, "/agent"))
@@ -238,17 +205,11 @@ def _agent_sandbox(
         network=agent.network,
         workdir="/workspace",
         env={"HOME": "/tmp", "LANG": "C.UTF-8"},
+        output_limit=LOG_LIMIT,
+        tmpfs={"/tmp": f"size={SCRATCH_SIZE}"},
+        hardened=True,
     )
     return sandbox, values
-
-
-def _changed(repo: Path) -> list[str]:
-    status = subprocess.run(
-        ["git", "-C", str(repo), "status", "--porcelain", "-z", "--untracked-files=all"],
-        capture_output=True,
-        check=False,
-    ).stdout.decode("utf-8", errors="replace")
-    return sorted({entry[3:] for entry in status.split("\0") if len(entry) > 3})
 
 
 # --- the verdict -----------------------------------------------------------------------------------
@@ -263,32 +224,53 @@ class Verdict:
 
 
 def judge(
-    task: Task, content: bytes | None, new: BuiltRevision, old: BuiltRevision | None, timeout: float
+    task: Task,
+    content: bytes | None,
+    new: BuiltRevision,
+    old: BuiltRevision | None,
+    timeout: float,
+    repo_path: Path,
+    given: bytes | None,
+    scratch: Path,
+    problem: str = "",
 ) -> Verdict:
-    """Each task method's outcome for ``content`` (the agent's test file)."""
+    """Each task method's outcome for ``content`` (the agent's test file).
+
+    Each run of the agent's code gets a judge tree of its own under ``scratch`` (see
+    :mod:`runners.judge_tree`): rev2 with the test file as the agent got it (``given``) and no
+    trace of the gold, a fresh one for mutation testing (so nothing the first run left
+    changes it), and rev1 for generation. ``problem`` says why there is no content to judge.
+    """
     ids = dict(zip(task.test_methods, task.test_ids, strict=True))
     if content is None:
-        return Verdict({m: _outcome("exec_fail", "the agent left no test file") for m in ids}, None)
+        why = problem or "the agent left no test file"
+        return Verdict({m: _outcome("exec_fail", why) for m in ids}, None)
     tag = "s" + hashlib.sha256(f"{task.id}\0{content!r}".encode()).hexdigest()[:12]
-    new_side = new.side()
-    try:
+
+    def side(built: BuiltRevision, name: str) -> Side:
+        mine = built.sha == task.rev2  # rev1's own test file holds no gold: it stays
+        tree = judge_tree(
+            built, repo_path, [task.test_file] if mine else [], {task.test_file: given} if mine else {},
+            scratch / name,
+        )  # fmt: skip
+        return tree.side()
+
+    with _closing(side(new, "judge-new")) as new_side:
         new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
-        on_new = {r.test: r for r in new_run.results}
-        passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
-        started = time.monotonic()
-        mutation = new_side.mutation_score(
-            task.test_file, content, passing, task.focal_methods, tag, timeout * 4, baseline=new_run
-        )
-        mutation_seconds = time.monotonic() - started
-    finally:
-        new_side.close()
+    on_new = {r.test: r for r in new_run.results}
+    passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
+    started = time.monotonic()
+    mutation = None
+    if passing:
+        with _closing(side(new, "judge-mutants")) as mutation_side:
+            mutation = mutation_side.mutation_score(
+                task.test_file, content, passing, task.focal_methods, tag, timeout * 4, baseline=new_run
+            )
+    mutation_seconds = time.monotonic() - started
     on_old = {}
     if old is not None:
-        old_side = old.side()
-        try:
+        with _closing(side(old, "judge-old")) as old_side:
             old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
-        finally:
-            old_side.close()
         on_old = {r.test: r for r in old_run.results}
     outcomes: dict[str, dict[str, Any]] = {}
     covered: dict[str, set[int]] = {}
@@ -313,6 +295,16 @@ def judge(
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
+
+
+@contextlib.contextmanager
+def _closing(side: Side) -> Iterator[Side]:
+    """``side`` while the block runs; then its sandbox is closed and its judge tree deleted."""
+    try:
+        yield side
+    finally:
+        side.close()
+        shutil.rmtree(side.worktree, ignore_errors=True)
 
 
 def _runs_changed_code(task: Task, lines: Mapping[str, frozenset[int]]) -> bool:
@@ -395,18 +387,22 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
     with tempfile.TemporaryDirectory(prefix="coevo-agent-") as scratch:
         workspace = prepare_workspace(task, repo_path, Path(scratch))
         run.prompt = workspace.prompt
-        output = run_agent(agent, task, workspace, repo_path, new.image)
+        output = run_agent(agent, task, workspace, repo_path, new.image, options)
         run.log, run.discarded = output.log, output.discarded
         run.tokens, run.cost = _usage(output.log)
-        run.diff = "".join(
-            difflib.unified_diff(
-                (workspace.given or b"").decode(errors="replace").splitlines(keepends=True),
-                (output.content or b"").decode(errors="replace").splitlines(keepends=True),
-                f"a/{task.test_file}",
-                f"b/{task.test_file}",
+        if not output.problem:  # a file coevo refused to read has no diff
+            run.diff = "".join(
+                difflib.unified_diff(
+                    (workspace.given or b"").decode(errors="replace").splitlines(keepends=True),
+                    (output.content or b"").decode(errors="replace").splitlines(keepends=True),
+                    f"a/{task.test_file}",
+                    f"b/{task.test_file}",
+                )
             )
-        )
-        verdict = judge(task, output.content, new, old, options.test_timeout)
+        verdict = judge(
+            task, output.content, new, old, options.test_timeout, repo_path, workspace.given,
+            Path(scratch), output.problem,
+        )  # fmt: skip
     run.status = "timeout" if output.timed_out else "done"
     if verdict.mutation is not None:
         statuses = Counter(m.status for m in verdict.mutation.mutants)
@@ -505,6 +501,8 @@ def score(
         """Scores and stores one task; the error, if any."""
         try:
             run = score_task(task, repos[task.repository_id], agent, options, root)
+        except AgentCannotStart:
+            raise  # the agent, not the task: the whole run stops
         except CoevoError as exc:
             return str(exc)
         with store.session() as session:
@@ -513,13 +511,17 @@ def score(
 
     with ThreadPoolExecutor(workers) as pool:
         errors = map(one, todo) if workers <= 1 else pool.map(one, todo)  # one worker: this thread
-        for index, (task, error) in enumerate(zip(todo, errors, strict=True)):
-            if error is None:
-                report.scored += 1
-            else:
-                report.errors[task.id] = error
-            if progress:
-                progress(index + 1, len(todo))
+        try:
+            for index, (task, error) in enumerate(zip(todo, errors, strict=True)):
+                if error is None:
+                    report.scored += 1
+                else:
+                    report.errors[task.id] = error
+                if progress:
+                    progress(index + 1, len(todo))
+        except BaseException:
+            pool.shutdown(cancel_futures=True)  # tasks not started yet never start
+            raise
     return report
 
 

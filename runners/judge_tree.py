@@ -1,0 +1,189 @@
+"""Judge trees: a private copy of a built revision in which an agent's test file is judged.
+
+A built revision's worktree is shared: curation ran the developer's tests in it, its
+cross cells put the other revision's test files under ``.coevo/cross``, and its
+``target/test-classes`` hold the developer's compiled tests. An agent's test judged there
+could load the gold (its sibling file, its class through a fresh class loader, its
+bytecode) and score exactly like it, and could leave files that later runs read.
+
+So an agent's file is judged in a tree of its own, thrown away afterwards, holding exactly
+what the agent started from: the revision's files fresh from git, the test file as the
+agent got it (reset, or absent), and the build's outputs that tests need (Java: every
+module's ``target/`` and coevo's classpath files) with every class compiled from the test
+file removed. Nothing of curation's runs is copied.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+
+from .maven import STATE_DIR, classpath_file
+from .revisions import BuiltRevision
+from .worktree import export_revision
+
+_CLASSPATH_DIR = f"{STATE_DIR}/classpath"
+
+
+def judge_tree(
+    built: BuiltRevision,
+    repo_path: Path,
+    test_files: Iterable[str],
+    given: dict[str, bytes | None],
+    dest: Path,
+) -> BuiltRevision:
+    """A copy of ``built`` at ``dest`` for judging: ``built`` as its build left it, minus every
+    trace of ``test_files`` (their sources, as given in ``given`` when named there; their
+    compiled classes; bytecode caches).
+
+    ``given`` maps a test file to the content the agent started from (None: the file is
+    removed). Test files not in ``given`` keep the revision's own version (the old side of a
+    generation task holds no gold). The result shares ``built``'s environment.
+    """
+    assert built.worktree is not None and built.spec is not None
+    export_revision(repo_path, built.sha, dest)
+    names = [path for path in dict.fromkeys(test_files) if path]
+    if built.spec.language == "java":
+        _copy_java_outputs(built.worktree, dest, built.spec.modules or ("",))
+        for path in names:
+            _remove_compiled_java(dest, built.spec.module_for(path), path)
+    for cache in list(dest.rglob("__pycache__")):
+        shutil.rmtree(cache, ignore_errors=True)
+    for path, content in given.items():
+        target = dest / path
+        if content is None:
+            target.unlink(missing_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+    return dataclasses.replace(built, worktree=dest)
+
+
+def _copy_java_outputs(worktree: Path, dest: Path, modules: Iterable[str]) -> None:
+    """Each module's ``target/`` and coevo's classpath files, their paths moved to ``dest``."""
+    for module in modules:
+        target = worktree / module / "target" if module else worktree / "target"
+        if target.is_dir():
+            shutil.copytree(target, dest / target.relative_to(worktree), symlinks=True, dirs_exist_ok=True)
+        listed = worktree / classpath_file(module)
+        if listed.is_file():
+            moved = dest / classpath_file(module)
+            moved.parent.mkdir(parents=True, exist_ok=True)
+            moved.write_text(_moved_classpath(listed.read_text(), worktree, dest))
+    (dest / STATE_DIR).mkdir(exist_ok=True)
+    (dest / STATE_DIR / ".gitignore").write_text("*\n")
+
+
+def _moved_classpath(text: str, worktree: Path, dest: Path) -> str:
+    """A classpath file's entries inside ``worktree`` moved to ``dest`` (host paths; a container's
+    own paths, ``/work/...``, name the mounted tree wherever it is)."""
+    old = str(worktree).rstrip("/") + "/"
+    new = str(dest).rstrip("/") + "/"
+    return "".join(
+        new + line[len(old) :] if line.startswith(old) else line for line in text.splitlines(keepends=True)
+    )
+
+
+def _remove_compiled_java(dest: Path, module: str, test_file: str) -> None:
+    """Deletes every class compiled from ``test_file`` (its classes, nested, local and anonymous
+    ones, other top-level types it declares), found by their ``SourceFile`` attribute in the
+    folder of the file's package, and the sources annotation processors made from tests."""
+    root = dest / module / "target" if module else dest / "target"
+    shutil.rmtree(root / "generated-test-sources", ignore_errors=True)
+    package = _package_folder(dest / test_file, test_file)
+    folder = root / "test-classes" / package
+    if not folder.is_dir():
+        return
+    name = os.path.basename(test_file)
+    for class_file in folder.glob("*.class"):
+        try:
+            source = source_file_of(class_file.read_bytes())
+        except (OSError, ValueError):
+            source = None
+        stem = class_file.name.split("$")[0].removesuffix(".class")
+        # A class that does not say its source (compiled with -g:none) goes when its name says so.
+        if source == name or (source is None and stem == name.removesuffix(".java")):
+            class_file.unlink()
+
+
+def _package_folder(source: Path, test_file: str) -> str:
+    """The package folder of a Java file: from its ``package`` line, else its path under ``java/``."""
+    try:
+        head = source.read_bytes()[:65536].decode("utf-8", errors="replace")
+    except OSError:
+        head = ""
+    for line in head.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("package ") and stripped.endswith(";"):
+            return stripped.removeprefix("package ").removesuffix(";").strip().replace(".", "/")
+    parts = test_file.split("/")
+    return "/".join(parts[parts.index("java") + 1 : -1]) if "java" in parts[:-1] else ""
+
+
+_CONSTANT_SIZES = {3: 4, 4: 4, 5: 8, 6: 8, 7: 2, 8: 2, 9: 4, 10: 4, 11: 4, 12: 4, 15: 3, 16: 2}
+_CONSTANT_SIZES |= {17: 4, 18: 4, 19: 2, 20: 2}
+"""Bytes after the tag of each constant pool entry but a UTF-8 string (JVMS 4.4)."""
+
+
+def source_file_of(data: bytes) -> str | None:
+    """The ``SourceFile`` attribute of a class file (``CalcTest.java``), or None when it has none.
+
+    Raises ValueError when ``data`` is not a class file.
+    """
+    if data[:4] != b"\xca\xfe\xba\xbe":
+        raise ValueError("not a class file")
+    try:
+        return _read_source_file(data)
+    except (struct.error, IndexError) as exc:
+        raise ValueError(f"truncated class file: {exc}") from None
+
+
+def _read_source_file(data: bytes) -> str | None:
+    offset = 8
+    (count,) = struct.unpack_from(">H", data, offset)
+    offset += 2
+    utf8: dict[int, bytes] = {}
+    index = 1
+    while index < count:
+        tag = data[offset]
+        offset += 1
+        if tag == 1:
+            (length,) = struct.unpack_from(">H", data, offset)
+            utf8[index] = data[offset + 2 : offset + 2 + length]
+            offset += 2 + length
+        elif tag in _CONSTANT_SIZES:
+            offset += _CONSTANT_SIZES[tag]
+        else:
+            raise ValueError(f"unknown constant pool tag {tag}")
+        index += 2 if tag in (5, 6) else 1  # longs and doubles take two slots
+    offset += 6  # access flags, this class, super class
+    (interfaces,) = struct.unpack_from(">H", data, offset)
+    offset += 2 + 2 * interfaces
+    for _ in range(2):  # fields, then methods: each with its attributes
+        (members,) = struct.unpack_from(">H", data, offset)
+        offset += 2
+        for _ in range(members):
+            offset += 6
+            offset = _skip_attributes(data, offset)
+    (attributes,) = struct.unpack_from(">H", data, offset)
+    offset += 2
+    for _ in range(attributes):
+        name, length = struct.unpack_from(">HI", data, offset)
+        if utf8.get(name) == b"SourceFile" and length == 2:
+            (value,) = struct.unpack_from(">H", data, offset + 6)
+            return utf8[value].decode("utf-8", errors="replace")
+        offset += 6 + length
+    return None
+
+
+def _skip_attributes(data: bytes, offset: int) -> int:
+    (attributes,) = struct.unpack_from(">H", data, offset)
+    offset += 2
+    for _ in range(attributes):
+        (length,) = struct.unpack_from(">I", data, offset + 2)
+        offset += 6 + length
+    return offset
