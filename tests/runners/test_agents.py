@@ -24,6 +24,8 @@ from runners.scoring import ScoreOptions, score
 from tasks import AgentRun, Repository, Task, open_store
 
 EXE = Path(sys.executable).parent / "coevo"
+NO_DOCKER = {"DOCKER_HOST": "tcp://127.0.0.1:9"}
+"""Nothing listens there: ``--backend auto`` finds no daemon."""
 
 
 def _agents_file(folder: Path, body: str) -> Path:
@@ -349,3 +351,43 @@ def test_a_bad_agents_file_is_one_line(curated: Curated, tmp_path: Path) -> None
         f"error: {agents}: agent 'mine': network must be true or false (unquoted), not 'false' (a string)"
     ]
     assert _agent_runs(db) == 0
+
+
+def test_auto_without_docker_warns_once_and_never_runs_an_agent_on_the_host(
+    curated: Curated, tmp_path: Path
+) -> None:
+    db = _copy(curated, tmp_path)
+    refused = _coevo(
+        curated, "score", "--agent", "mine", "--agent-cmd", "true", "--db", str(db), env=NO_DOCKER
+    )
+    assert refused.returncode == 1
+    assert refused.stderr.splitlines() == [
+        "error: agent mine would run on the host, where it could read the gold tests: "
+        "use --backend docker, or --trust-agent if you trust it"
+    ]
+    assert _agent_runs(db) == 0
+
+    scored = _coevo(
+        curated, "score", "--agent", "noop", "--track", "update", "--db", str(db), "--json", env=NO_DOCKER
+    )
+    assert scored.returncode == 0, scored.stderr
+    assert scored.stderr.splitlines() == [
+        "warning: no Docker daemon answers: scoring on the host runs each repository's code here "
+        "(use --backend docker to isolate it)"
+    ]
+    assert scored.stdout.startswith("{") and '"scored": 1' in scored.stdout  # the warning is not in the JSON
+    assert _agent_runs(db) == 1
+
+    curated_again = _coevo(curated, "curate", "--db", str(db), "--json", env=NO_DOCKER)
+    assert curated_again.returncode == 0, curated_again.stderr
+    assert curated_again.stderr.splitlines() == [
+        "warning: no Docker daemon answers: curating on the host runs each repository's code here "
+        "(use --backend docker to isolate it)"
+    ]
+
+    ran = _coevo(curated, "run", str(curated.repo), "--db", str(db), "--json", env=NO_DOCKER)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr.splitlines() == [
+        "warning: no Docker daemon answers: curating on the host runs each repository's code here "
+        "(use --backend docker to isolate it)"
+    ]
