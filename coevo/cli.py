@@ -31,7 +31,7 @@ from sqlmodel import select
 import curation
 import miner
 from runners import BACKENDS, resolve_backend, scoring
-from runners.agents import find_agent
+from runners.agents import check_agent, find_agent, protected_folders
 from runners.scoring import ScoreOptions
 from tasks import (
     AgentRun,
@@ -94,6 +94,24 @@ _BACKEND = click.option(
     show_default=True,
     help="Where to build and run: a Docker container, the host, or Docker when a daemon answers.",
 )
+
+
+def _backend(requested: str, risk: str, check: Callable[[str], None] | None = None) -> str:
+    """``--backend`` resolved. When ``auto`` finds no Docker daemon, one warning line on stderr
+    names the ``risk`` of working on the host, once ``check`` (if any) accepts the backend."""
+    backend = resolve_backend(requested)
+    if check is not None:
+        check(backend)
+    if requested == "auto" and backend == "local":
+        err.print(
+            f"warning: no Docker daemon answers: {risk} (use --backend docker to isolate it)", highlight=False
+        )
+    return backend
+
+
+_CURATING_RISK = "curating on the host runs each repository's code here"
+_BUILDING_RISK = "building on the host runs the repository's code here"
+
 _MAVEN_ARG = click.option(
     "--maven-arg",
     "maven_args",
@@ -212,9 +230,13 @@ def run(
     Example: coevo run ./my-repo --since 2024-01-01
     """
     store = open_store(db)
+    since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
     request = (
         curation.CurateRequest(
-            reruns=reruns, backend=backend, test_timeout=test_timeout, max_span_hours=max_span_hours
+            reruns=reruns,
+            backend=_backend(backend, _CURATING_RISK),
+            test_timeout=test_timeout,
+            max_span_hours=max_span_hours,
         )
         if curate
         else None
@@ -224,8 +246,8 @@ def run(
         report = run_pipeline(
             store,
             repos,
-            since=parse_date(since, "--since"),
-            until=parse_date(until, "--until"),
+            since=since_date,
+            until=until_date,
             language=language,
             workers=workers,
             progress=progress,
@@ -309,7 +331,7 @@ def curate_command(
         since=parse_date(since, "--since"),
         until=parse_date(until, "--until"),
         reruns=reruns,
-        backend=backend,
+        backend=_backend(backend, _CURATING_RISK),
         workers=workers,
         redo=redo,
         test_timeout=test_timeout,
@@ -408,7 +430,8 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
 @click.option(
     "--trust-agent",
     is_flag=True,
-    help="With --backend local, run a command agent on the host (it could read the gold tests there).",
+    help="With --backend local (or auto without Docker), run a command agent and judge its tests on the "
+    "host, where they could read the gold tests.",
 )
 @click.option(
     "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
@@ -441,9 +464,15 @@ def score_command(
     if after and model_cutoff:
         raise click.UsageError("give --after or --model-cutoff, not both")
     agent = find_agent(agent_name, agents_file, agent_cmd)
-    options = ScoreOptions(
-        backend=resolve_backend(backend), test_timeout=test_timeout, trust_host=trust_agent
+    cutoff = parse_date(after, "--after")
+    store = open_store(db)
+    runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
+    resolved = _backend(
+        backend,
+        f"scoring on the host runs {runs} here",
+        lambda backend: check_agent(agent, backend, trust_agent, protected_folders(store)),
     )
+    options = ScoreOptions(backend=resolved, test_timeout=test_timeout, trust_host=trust_agent)
     with _bar(as_json) as (start, advance):
         started: list[bool] = []
 
@@ -454,9 +483,9 @@ def score_command(
             advance(1)
 
         report = scoring.score(
-            open_store(db),
+            store,
             agent,
-            parse_date(after, "--after"),
+            cutoff,
             model_cutoff,
             track,
             options,
@@ -767,7 +796,7 @@ def env_build(
     run = build_and_test(
         target,
         language=language,
-        backend=backend,
+        backend=_backend(backend, _BUILDING_RISK),
         build_args=maven_args,
         base_images=_base_images(base_images),
     )
@@ -802,7 +831,14 @@ def env_test(
     Example: coevo env test ./my-repo@HEAD demo.CalcTest#adds
     """
     run = build_and_test(
-        target, tests, language, backend, coverage, timeout, maven_args, _base_images(base_images)
+        target,
+        tests,
+        language,
+        _backend(backend, _BUILDING_RISK),
+        coverage,
+        timeout,
+        maven_args,
+        _base_images(base_images),
     )
     _print_environment_run(run, as_json)
 

@@ -20,6 +20,7 @@ For each task-agent pair:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import difflib
 import hashlib
 import json
@@ -39,9 +40,10 @@ from sqlmodel import col, select
 
 from tasks import AgentRun, CoevoError, Repository, Store, Task, TaskStatus, Track
 
-from .agents import Agent, BadAgent
+from .agents import Agent, BadAgent, check_agent, protected_folders
 from .buildtools import Coverage
 from .docker_sandbox import DockerSandbox, Mount, docker_client
+from .environment import resolve_backend
 from .envspec import GitTree
 from .judge_tree import judge_tree
 from .mutation import MutationResult
@@ -470,14 +472,14 @@ def score(
 ) -> ScoreReport:
     """Scores ``agent`` on every active task dated after the cutoff; finished pairs are kept.
 
-    The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff.
+    The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff. Before
+    anything runs or is stored, an agent that would run or be judged on the host untrusted, or
+    whose mount could show it the answers, is refused (:func:`~runners.agents.check_agent`).
     """
     options = options or ScoreOptions()
-    if not agent.builtin and not agent.image and options.backend == "local" and not options.trust_host:
-        raise BadAgent(
-            f"agent {agent.name} would run on the host, where it could read the gold tests: "
-            "use --backend docker, or --trust-agent if you trust it"
-        )
+    if options.backend == "auto":
+        options = dataclasses.replace(options, backend=resolve_backend("auto"))
+    check_agent(agent, options.backend, options.trust_host, protected_folders(store, options.work))
     cutoff = agent.cutoff if model_cutoff else after
     if model_cutoff and cutoff is None:
         raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")
