@@ -509,10 +509,11 @@ def score_command(
 @click.option("--after", metavar="DATE", help="Only tasks dated after this day.")
 @_common
 def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> None:
-    """The agents, best Success% first: pass, failure and success rates, coverage, wall time.
+    """The agents, best StrictSuccess% first: pass, failure and success rates, coverage, wall time.
 
     Rates are macro-averages over tasks, in percent, over the methods the harness could
-    judge (HrnsFail% is the share it could not: never counted against an agent).
+    judge (HrnsFail% is the share it could not: never counted against an agent). Success% is
+    TestEvo-Bench's; StrictSuccess% also asks the method to detect a mutant of the focal code.
 
     Example: coevo leaderboard --after 2025-06-01
     """
@@ -521,8 +522,8 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return
     table = Table(show_edge=False, box=None, pad_edge=False)
-    columns = ("agent", "model", "tasks", "Success%", "Pass%", "CmplFail%", "ExecFail%", "HrnsFail%",
-               "CovOnPass", "MutOnPass", "seconds", "tokens", "cost")  # fmt: skip
+    columns = ("agent", "model", "tasks", "StrictSuccess%", "Success%", "Pass%", "CmplFail%", "ExecFail%",
+               "HrnsFail%", "CovOnPass", "MutOnPass", "seconds", "tokens", "cost")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column in ("agent", "model") else "right")
 
@@ -531,7 +532,8 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
 
     for s in standings:
         table.add_row(
-            s.agent, s.model, str(s.tasks), shown(s.success_rate), shown(s.pass_rate),
+            s.agent, s.model, str(s.tasks), shown(s.strict_success_rate), shown(s.success_rate),
+            shown(s.pass_rate),
             shown(s.compile_fail_rate), shown(s.exec_fail_rate), shown(s.harness_fail_rate),
             shown(s.coverage_on_pass), shown(s.mutation_on_pass), shown(s.seconds), shown(s.tokens, 0),
             shown(s.cost, 2),
@@ -558,7 +560,11 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
     out.print(f"agent {run.agent} on task {run.task_id}: {run.status}, {run.seconds:.1f}s", highlight=False)
     for method, outcome in run.outcomes.items():
         detail = f" — {_visible(outcome['message'].splitlines()[0])}" if outcome.get("message") else ""
-        success = " (success)" if outcome.get("success") else ""
+        success = ""
+        if outcome.get("success"):
+            strict = outcome.get("strict")  # None: stored before strict success existed
+            success = " (strict success)" if strict else " (success, not strict: detects no mutant)"
+            success = " (success)" if strict is None else success
         out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False, markup=False)
     if run.coverage_on_pass is not None:
         out.print(f"focal-method line coverage: {run.coverage_on_pass:.0%}", highlight=False)

@@ -25,7 +25,7 @@ from tasks import CoevoError
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import Jdk, choose_jdk
-from .mutation import FocalMethod, Mutant, MutationResult, parse_mutations, pit_jars
+from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
 from .results import Outcome, TestResult, parse_junit_xml
 from .sandbox import ExecResult, Sandbox
 from .tools import tool_jar
@@ -379,7 +379,10 @@ class MavenTool:
 
         The focal classes are mutated; with ``only_focal`` every other method of them is left
         out (PIT's ``excludedMethods``), which is what makes it cheap. Only mutants on the focal
-        methods' lines count. Tests that fail without mutation are skipped.
+        methods' lines count. Tests that fail without mutation are skipped. PIT runs every test
+        against every mutant (its full matrix), so each mutant names all the tests that detected
+        it; when one was detected, the tests run once more unmutated with the launcher from the
+        same folder (the control run of :func:`~runners.mutation.after_control_run`).
         """
         jdk = self._jdk(spec.language_version)
         module = spec.module_for(focal[0].file) if module is None else module
@@ -407,6 +410,7 @@ class MavenTool:
             "--skipFailingTests",
             "--sourceDirs", _absolute(sandbox.workdir, _in_module(module, "src/main/java")),
             "--outputFormats", "XML",
+            "--fullMutationMatrix=true",  # every test against every mutant: who detects which
             "--timestampedReports=false",
             "--threads", "1",
             *(["--excludedMethods", ",".join(excluded)] if excluded else []),
@@ -416,8 +420,24 @@ class MavenTool:
         sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
         if report is None:
             reason = "timed out" if log.timed_out else _pit_error(log)
-            return MutationResult((), f"PIT wrote no report: {reason}", log)
-        return MutationResult(tuple(m for m in parse_mutations(report) if _on_focal(m, focal)), "", log)
+            # "No mutations found": the focal methods have none (every other failure: unknown).
+            complete = reason.startswith("No mutations found")
+            return MutationResult((), f"PIT wrote no report: {reason}", log, complete=complete)
+        tests = [f"{test_class}#{method}" for method in test_methods]
+        mutants = tuple(m for m in parse_mutations(report, tests) if _on_focal(m, focal))
+        result = MutationResult(mutants, "", log)
+        if not any(m.detected for m in mutants):
+            return result
+        # The control run: the scored tests once more, unmutated, from the same folder.
+        try:
+            control = self.run_tests(
+                sandbox, spec, tests, max(timeout - log.duration, 60.0), module=module,
+                extra_classpath=extra_classpath,
+            )  # fmt: skip
+            passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
+        except LauncherFailed:  # they passed under this launcher before: the tests killed it
+            passed = set()
+        return after_control_run(result, tests, passed)
 
     def _pit_jars(self) -> list[str]:
         if self._pit_dir is not None:

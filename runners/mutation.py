@@ -7,16 +7,22 @@ resolved once with Maven into the tool cache; images carry them.
 Python: Cosmic Ray's operators make the mutants of the focal functions' lines (on the host: no
 project code runs there), and :meth:`runners.pytest_tool.PytestTool.mutation` runs the tests
 once per mutant, the mutant served by an import hook so the shared worktree is never changed.
+
+Each mutant records which scored tests detected it, and a *control run* (the scored tests once
+more on the unmutated code, in the same place, after the mutants) catches tests that pass only
+once: a test that no longer passes gets credit for no mutant (:func:`after_control_run`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import unquote
 
 from tasks import CoevoError
 
@@ -26,6 +32,9 @@ from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, tools_dir
 DETECTED = frozenset({"KILLED", "TIMED_OUT", "MEMORY_ERROR", "RUN_ERROR"})
 """PIT's statuses of a mutant the tests noticed."""
 _PACKAGE = re.compile(rb"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
+_UNIQUE_ID_SEGMENT = re.compile(r"\[([\w-]+):([^\]]*)\]")
+_METHOD_OF_CLASS = re.compile(r"^(?:.*\.)?([\w$]+)(?:\[.*\])?\(([\w.$]+)\)$")
+"""JUnit 4's description of a test: ``adds(demo.CalcTest)``, ``addsZero[0](demo.AddZeroTest)``."""
 
 
 class PitUnavailable(CoevoError):
@@ -57,6 +66,9 @@ class Mutant:
     description: str
     tests_run: int | None = None
     """How many tests ran against it (PIT's ``numberOfTestsRun``; None when not reported)."""
+    killing_tests: tuple[str, ...] = ()
+    """The scored tests that detected it, by coevo's ids (``pkg.Class#method``, pytest node ids);
+    empty when none did or it was not run."""
 
     @property
     def detected(self) -> bool:
@@ -74,6 +86,11 @@ class MutationResult:
     mutants: tuple[Mutant, ...]
     message: str = ""
     log: ExecResult | None = None
+    complete: bool = True
+    """False when mutants of the focal methods may exist that were not measured (PIT wrote no
+    report, time ran out): no mutant then does not mean that the focal methods have none."""
+    unstable: tuple[str, ...] = ()
+    """Scored tests that did not pass the control run (see :func:`after_control_run`)."""
 
     @property
     def score(self) -> float | None:
@@ -83,8 +100,15 @@ class MutationResult:
         return sum(m.detected for m in self.mutants) / len(self.mutants)
 
 
-def parse_mutations(report: bytes) -> list[Mutant]:
-    """The mutants of a PIT ``mutations.xml``."""
+def parse_mutations(report: bytes, scored: Sequence[str] = ()) -> list[Mutant]:
+    """The mutants of a PIT ``mutations.xml``, with the tests that detected each.
+
+    ``scored`` are the ids of the tests PIT was given (``pkg.Class#method``); PIT's names of
+    tests (:func:`pit_test_id`) are matched to them. A full matrix (``--fullMutationMatrix``)
+    names every killing test; a mutant detected with none named (``TIMED_OUT``: the minion was
+    killed) was detected by each test that covers it and is not listed as succeeding (each
+    scored test when PIT lists no covering test), as a Python timeout is.
+    """
     root = ET.fromstring(report)
     mutants = []
     for node in root.iter("mutation"):
@@ -93,18 +117,95 @@ def parse_mutations(report: bytes) -> list[Mutant]:
             found = node.find(tag)
             return (found.text or "") if found is not None else ""
 
-        mutants.append(
-            Mutant(
-                class_name=text("mutatedClass"),
-                method=text("mutatedMethod"),
-                line=int(text("lineNumber") or 0),
-                status=node.get("status", ""),
-                mutator=text("mutator").rsplit(".", 1)[-1],
-                description=text("description"),
-                tests_run=int(ran) if (ran := node.get("numberOfTestsRun")) else None,
-            )
+        def tests(tag: str) -> tuple[str, ...]:
+            names = [name for name in text(tag).split("|") if name]
+            return tuple(sorted({_scored_id(pit_test_id(name), scored) for name in names}))
+
+        mutant = Mutant(
+            class_name=text("mutatedClass"),
+            method=text("mutatedMethod"),
+            line=int(text("lineNumber") or 0),
+            status=node.get("status", ""),
+            mutator=text("mutator").rsplit(".", 1)[-1],
+            description=text("description"),
+            tests_run=int(ran) if (ran := node.get("numberOfTestsRun")) else None,
         )
+        killers = tests("killingTests") or tests("killingTest")
+        if mutant.detected and not killers:
+            succeeding = set(tests("succeedingTests"))
+            killers = tuple(t for t in tests("coveringTests") or tuple(scored) if t not in succeeding)
+        mutants.append(dataclasses.replace(mutant, killing_tests=killers if mutant.detected else ()))
     return mutants
+
+
+def pit_test_id(name: str) -> str:
+    """coevo's id (``pkg.Class#method``, nested classes joined by ``$``) of a test as PIT's
+    report names it; the name itself when it is not recognised.
+
+    Through the JUnit 5 plugin PIT names a test by its class and JUnit unique id:
+    ``demo.CalcTest.[engine:junit-jupiter]/[class:demo.CalcTest]/[method:adds()]``,
+    ``…/[test-template:addsZero(int)]/[test-template-invocation:#1]`` (parameterized),
+    ``…/[engine:junit-vintage]/[runner:demo.CalcTest]/[test:adds(demo.CalcTest)]`` (JUnit 4);
+    PIT's own JUnit 4 support by the description: ``demo.CalcTest.adds(demo.CalcTest)``.
+    """
+    segments = [(kind, unquote(value)) for kind, value in _UNIQUE_ID_SEGMENT.findall(name)]
+    if not segments:
+        found = _METHOD_OF_CLASS.match(name)
+        return f"{found.group(2)}#{found.group(1)}" if found else name
+    class_name, method = name.split(".[", 1)[0], ""
+    for kind, value in segments:
+        if kind in ("class", "runner"):
+            class_name = value
+        elif kind == "nested-class":
+            class_name += "$" + value
+        elif kind in ("method", "test-template", "test-factory"):
+            method = value.split("(")[0]
+        elif kind == "test" and (found := _METHOD_OF_CLASS.match(value)):
+            method, class_name = found.group(1), found.group(2)
+    if not method:  # another engine: its last segment names the test
+        method = segments[-1][1].split("(")[0]
+    return f"{class_name}#{method}"
+
+
+def _scored_id(test: str, scored: Sequence[str]) -> str:
+    """The scored id naming the same test (``a.Outer.Inner#m`` for ``a.Outer$Inner#m``)."""
+    same = test.replace("$", ".")
+    return next((t for t in scored if t.replace("$", ".") == same), test)
+
+
+def after_control_run(
+    result: MutationResult, tests: Sequence[str], passed: Collection[str]
+) -> MutationResult:
+    """``result`` once the scored ``tests`` ran again on the unmutated code after the mutants
+    (the control run), ``passed`` being those that passed it.
+
+    A test that passes its first run and fails every later one (it keeps state in a file) makes
+    every mutant look killed. A test that did not pass the control run gets credit for no
+    mutant: its kills are dropped, a mutant no other test detected counts as ``SURVIVED`` (a
+    detected mutant naming no test was detected by all of them), and the message names it.
+    """
+    unstable = tuple(t for t in tests if t not in passed)
+    if not unstable:
+        return result
+    mutants = []
+    for mutant in result.mutants:
+        if mutant.detected:
+            kept = tuple(t for t in mutant.killing_tests or tests if t not in unstable)
+            status = mutant.status if kept else "SURVIVED"
+            mutant = dataclasses.replace(mutant, killing_tests=kept, status=status)
+        mutants.append(mutant)
+    names = ", ".join(_test_name(t) for t in unstable)
+    note = (
+        f"{names} did not pass again on the unmutated code after the mutants (the control run): "
+        f"no mutant counts as detected by {'it' if len(unstable) == 1 else 'them'}"
+    )
+    message = "; ".join(filter(None, [result.message, note]))
+    return dataclasses.replace(result, mutants=tuple(mutants), message=message, unstable=unstable)
+
+
+def _test_name(test: str) -> str:
+    """A test's method name: the same in every copy of its file coevo runs."""
+    return test.rsplit("::", 1)[-1].rsplit("#", 1)[-1]
 
 
 def only_these_tests(source: bytes, language: str, names: Iterable[str]) -> bytes:

@@ -15,6 +15,7 @@ the code; a test that exists in no collected module is ``absent``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
-from .mutation import Mutant, MutationResult, PythonMutant
+from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import Outcome, TestResult
 from .sandbox import ExecResult, Sandbox
 from .venvs import (
@@ -321,8 +322,10 @@ class PytestTool:
         ``NO_COVERAGE`` without a run, as in PIT. Otherwise a mutant is ``KILLED`` when a test
         does not pass, ``TIMED_OUT`` when the run outlives twice the unmutated run's time plus
         10 s, ``NO_COVERAGE`` when no test imported its module, else ``SURVIVED`` (PIT's
-        statuses). Mutants the overall ``timeout`` leaves no time for are not counted, and the
-        message says so.
+        statuses); the tests that did not pass detected it. Mutants the overall ``timeout``
+        leaves no time for are not counted, and the message says so. When a mutant was
+        detected, the tests run once more unmutated, served like a mutant (the control run of
+        :func:`~runners.mutation.after_control_run`).
         """
         deadline = time.monotonic() + timeout
         if baseline is None:
@@ -330,13 +333,14 @@ class PytestTool:
         failing = [r.test for r in baseline.results if r.outcome != Outcome.PASS]
         tests = [t for t in tests if t not in failing]
         if not tests:
-            return MutationResult((), "no test passes without mutation", baseline.log)
+            return MutationResult((), "no test passes without mutation", baseline.log, complete=False)
         covered: dict[str, set[int]] = {}
         for test in tests:
             for path, lines in baseline.coverage.get(test, Coverage()).lines.items():
                 covered.setdefault(path, set()).update(lines)
         each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
         found: list[Mutant] = []
+        message = ""
         for mutant in mutants:
             where = (mutant.file, mutant.function, mutant.line)
             which = f"occurrence {mutant.occurrence}"
@@ -345,10 +349,12 @@ class PytestTool:
                 found.append(Mutant(*where, "NO_COVERAGE", mutant.operator, which))
                 continue
             if time.monotonic() + each > deadline:
-                left = len(mutants) - len(found)
-                return MutationResult(tuple(found), f"{left} mutants not run: out of time", baseline.log)
+                message = f"{len(mutants) - len(found)} mutants not run: out of time"
+                break
             run, records = self._run(sandbox, spec, tests, each, mutant=mutant)
             outcomes = {r.outcome for r in run.results}
+            # On a timeout, the tests not reported passing are the ones that did not finish.
+            killers = tuple(r.test for r in run.results if r.outcome != Outcome.PASS)
             if Outcome.TIMEOUT in outcomes:
                 status = "TIMED_OUT"
             elif outcomes - {Outcome.PASS}:
@@ -357,8 +363,17 @@ class PytestTool:
                 status = "NO_COVERAGE"
             else:
                 status = "SURVIVED"
-            found.append(Mutant(*where, status, mutant.operator, which))
-        return MutationResult(tuple(found), "", baseline.log)
+            found.append(Mutant(*where, status, mutant.operator, which, killing_tests=killers))
+        result = MutationResult(tuple(found), message, baseline.log, complete=not message)
+        if not any(m.detected for m in found):
+            return result
+        # The control run looks like a mutant's (the same environment, the module served by the
+        # hook), its source the unmutated one.
+        original = sandbox.read_file(mutants[0].file)
+        unmutated = None if original is None else dataclasses.replace(mutants[0], source=original)
+        control, _ = self._run(sandbox, spec, tests, each, mutant=unmutated)
+        passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
+        return after_control_run(result, tests, passed)
 
 
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)

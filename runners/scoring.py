@@ -51,6 +51,7 @@ from .results import Outcome
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
 from .sides import Side
+from .success import strict_success
 from .workspace import (
     DEFAULT_MAX_TEST_FILE,
     DEFAULT_MAX_WORKSPACE,
@@ -293,7 +294,8 @@ def judge(
             kind = "exec_fail"
         old_outcome = str(on_old[test].outcome) if test in on_old else None
         success = runs_changed and (task.track == Track.UPDATE or old_outcome != "pass")
-        outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome)
+        strict = strict_success(success, test, mutation)
+        outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome, strict)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
@@ -358,9 +360,21 @@ def _usage(log: str) -> tuple[int | None, float | None]:
 
 
 def _outcome(
-    kind: str, message: str, success: bool = False, new: str | None = None, old: str | None = None
+    kind: str,
+    message: str,
+    success: bool = False,
+    new: str | None = None,
+    old: str | None = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
-    return {"outcome": kind, "success": success, "new": new, "old": old, "message": message[:500]}
+    return {
+        "outcome": kind,
+        "success": success,
+        "strict": strict,
+        "new": new,
+        "old": old,
+        "message": message[:500],
+    }
 
 
 # --- one task, one agent ------------------------------------------------------------------------------
@@ -415,6 +429,7 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
             "statuses": dict(sorted(statuses.items())),
             "seconds": round(verdict.mutation_seconds, 3),
             "message": verdict.mutation.message,
+            "unstable": list(verdict.mutation.unstable),
         }
     return _finish(run, task, verdict.outcomes, verdict.coverage_on_pass, started)
 
@@ -431,6 +446,7 @@ def _finish(
     run.exec_fail_rate = kinds.count("exec_fail") / n
     run.harness_fail_rate = kinds.count("harness_fail") / n
     run.success_rate = sum(bool(o["success"]) for o in outcomes.values()) / n
+    run.strict_success_rate = sum(bool(o.get("strict")) for o in outcomes.values()) / n
     run.coverage_on_pass = coverage
     run.seconds = round(time.monotonic() - started, 3)
     return run
@@ -536,6 +552,10 @@ class Standing:
     tasks: int
     pass_rate: float
     success_rate: float
+    """TestEvo-Bench's Success%: passes on the new code (runs the changed code; generation:
+    does not pass on the old), kept for comparison."""
+    strict_success_rate: float
+    """StrictSuccess%: a success that also detects a mutant of the focal methods."""
     compile_fail_rate: float
     exec_fail_rate: float
     harness_fail_rate: float
@@ -546,11 +566,13 @@ class Standing:
     """Mean tokens per task, over the runs that reported them; likewise ``cost``."""
     cost: float | None = None
     groups: dict[str, dict[str, dict[str, float]]] = field(default_factory=dict)
-    """By ``track``, ``language``, ``repository`` and ``window`` (half-years): Pass% and Success%."""
+    """By ``track``, ``language``, ``repository`` and ``window`` (half-years): Pass%, Success%
+    and StrictSuccess%."""
 
 
 def leaderboard(store: Store, after: datetime | None = None) -> list[Standing]:
-    """Every scored agent, best Success% first, over tasks dated after ``after``."""
+    """Every scored agent over tasks dated after ``after``: best StrictSuccess% first, then
+    Success%, then Pass%."""
     with store.session() as session:
         rows = session.exec(select(AgentRun, Task).join(Task, col(Task.id) == col(AgentRun.task_id))).all()
     by_agent: dict[str, list[tuple[AgentRun, Task]]] = {}
@@ -558,7 +580,7 @@ def leaderboard(store: Store, after: datetime | None = None) -> list[Standing]:
         if after is None or (task.rev2_date is not None and task.rev2_date > after):
             by_agent.setdefault(run.agent, []).append((run, task))
     standings = [_standing(agent, runs) for agent, runs in by_agent.items()]
-    return sorted(standings, key=lambda s: (-s.success_rate, -s.pass_rate, s.agent))
+    return sorted(standings, key=lambda s: (-s.strict_success_rate, -s.success_rate, -s.pass_rate, s.agent))
 
 
 def _mean_of(values: Sequence[float | int | None], scale: float = 1.0, digits: int = 4) -> float | None:
@@ -595,6 +617,7 @@ def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
                 "tasks": len(members),
                 "pass": mean([judged(r, r.pass_rate) for r, _ in members]) or 0.0,
                 "success": mean([judged(r, r.success_rate) for r, _ in members]) or 0.0,
+                "strict": mean([judged(r, r.strict_success_rate) for r, _ in members]) or 0.0,
             }
             for value, members in sorted(buckets.items())
         }
@@ -604,6 +627,7 @@ def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
         tasks=len(runs),
         pass_rate=mean([judged(r, r.pass_rate) for r, _ in runs]) or 0.0,
         success_rate=mean([judged(r, r.success_rate) for r, _ in runs]) or 0.0,
+        strict_success_rate=mean([judged(r, r.strict_success_rate) for r, _ in runs]) or 0.0,
         compile_fail_rate=mean([judged(r, r.compile_fail_rate) for r, _ in runs]) or 0.0,
         exec_fail_rate=mean([judged(r, r.exec_fail_rate) for r, _ in runs]) or 0.0,
         harness_fail_rate=mean([r.harness_fail_rate for r, _ in runs]) or 0.0,

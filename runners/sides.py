@@ -88,8 +88,9 @@ class Side:
     ) -> MutationResult | None:
         """What ``tests`` (ids of ``content``, another revision's ``test_file``, that
         :meth:`run_cross` ran under ``tag``) make of the focal methods' mutants; None when there
-        is nothing to measure (no test, no focal method with a mutant). ``baseline``: that
-        run, with coverage, so Python does not run the tests unmutated again.
+        is nothing to measure (no test, no focal method with a mutant). Mutants name the tests
+        that detected them by ``tests``' ids. ``baseline``: that run, with coverage, so Python
+        does not run the tests unmutated again.
         ``only_focal=False`` has PIT mutate the focal classes whole (to compare; the result is
         the same)."""
         tool = self.environment.tool
@@ -111,9 +112,18 @@ class Side:
                         {placed[test]: lines for test, lines in baseline.coverage.items() if test in placed},
                         baseline.log,
                     )
-                return tool.mutation(
+                result = tool.mutation(
                     self.sandbox, self.spec, list(placed.values()), mutants, timeout, baseline
                 )
+            back = {placed_id: test for test, placed_id in placed.items()}  # the file's own ids
+            return dataclasses.replace(
+                result,
+                mutants=tuple(
+                    dataclasses.replace(m, killing_tests=tuple(back.get(t, t) for t in m.killing_tests))
+                    for m in result.mutants
+                ),
+                unstable=tuple(back.get(t, t) for t in result.unstable),
+            )
         assert isinstance(tool, MavenTool)
         methods = java_focal_methods(focal, sources)
         if not methods:

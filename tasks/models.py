@@ -399,10 +399,14 @@ class AgentRun(SQLModel, table=True):
     judged); ``harness_fail``: coevo could not prepare or judge the run."""
     outcomes: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     """Test method → ``{"outcome": pass|exec_fail|compile_fail|harness_fail, "success": bool,
-    "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``. A success passes
-    on rev2, runs a line of a focal method and, for generation, does not pass on rev1."""
+    "strict": bool, "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``.
+    A success passes on rev2, runs a line of a focal method and, for generation, does not pass
+    on rev1; a strict success also detects a mutant of the focal methods (when they have one:
+    see ``runners/success.py``). Runs stored before strict success have no ``"strict"``."""
     pass_rate: float = 0.0
     success_rate: float = 0.0
+    strict_success_rate: float = 0.0
+    """The share of methods that are strict successes (0.0 for runs stored before it existed)."""
     compile_fail_rate: float = 0.0
     exec_fail_rate: float = 0.0
     harness_fail_rate: float = 0.0
@@ -412,7 +416,8 @@ class AgentRun(SQLModel, table=True):
     """The share of the focal methods' mutants the agent's passing methods detect (None: not measured)."""
     mutants: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     """How mutation scoring went: ``{"total", "detected", "statuses": {status: n}, "seconds",
-    "message"}``; None when it did not run (no passing method, no focal method)."""
+    "message", "unstable": tests that failed the control run}``; None when it did not run (no
+    passing method, no focal method)."""
     prompt: str = Field(default="", sa_column=Column(Text, nullable=False))
     log: str = Field(default="", sa_column=Column(Text, nullable=False))
     diff: str = Field(default="", sa_column=Column(Text, nullable=False))

@@ -30,6 +30,7 @@ from runners import (
 )
 from runners.jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
 from runners.maven import CROSS_CLASSES_DIR, MavenTool, NotBuilt, build_command, classpath_file
+from runners.mutation import FocalMethod
 from runners.sandbox import ExecResult
 from runners.tools import ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
 
@@ -249,6 +250,61 @@ def test_old_test_file_compiled_against_new_code_runs_first_on_the_classpath(jup
     }
     own = TOOL.run_tests(jupiter.box, jupiter.spec, ["demo.CalcTest#adds"], timeout=120)
     assert _outcomes(own.results) == {"demo.CalcTest#adds": Outcome.PASS}
+
+
+STATEFUL_TEST = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+
+class CalcTest {
+    @Test
+    void adds() {
+        assertEquals(5, Calc.add(2, 3));
+    }
+
+    @Test
+    void passesOnce() throws Exception {
+        Calc.add(2, 3);
+        Path marker = Path.of("MARKER");
+        boolean first = !Files.exists(marker);
+        if (first) {
+            Files.writeString(marker, "ran");
+        }
+        assertTrue(first);
+    }
+}
+"""
+"""A test that passes once (PIT's unmutated coverage run) and fails after: every mutant "killed"."""
+
+
+@pytest.mark.maven
+@needs_maven
+def test_pit_names_each_mutants_killers_and_the_control_run_drops_a_test_that_passes_once(
+    jupiter: Built, tmp_path: Path
+) -> None:
+    source = STATEFUL_TEST.replace("MARKER", str(tmp_path / "marker"))
+    jupiter.box.write_file("strict-tests/demo/CalcTest.java", source.encode())
+    compiled = TOOL.compile_test_file(
+        jupiter.box, jupiter.spec, "strict-tests/demo/CalcTest.java", output_dir=".coevo/cross-strict"
+    )
+    assert compiled.ok, compiled.message
+    add = FocalMethod("src/main/java/demo/Calc.java", "demo.Calc", "add", 4, 7, ("<init>", "add", "div"))
+    result = TOOL.mutation(
+        jupiter.box, jupiter.spec, "demo.CalcTest", ["adds", "passesOnce"], [add], timeout=600,
+        extra_classpath=[".coevo/cross-strict"],
+    )  # fmt: skip
+    # Both mutants of add were detected by both tests; passesOnce failed the control run after them.
+    assert [(m.line, m.status, m.killing_tests) for m in result.mutants] == [
+        (5, "KILLED", ("demo.CalcTest#adds",)),
+        (6, "KILLED", ("demo.CalcTest#adds",)),
+    ], result.message
+    assert result.unstable == ("demo.CalcTest#passesOnce",) and result.complete
+    assert result.message.startswith("passesOnce did not pass again on the unmutated code")
 
 
 @pytest.mark.maven

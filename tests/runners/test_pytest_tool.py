@@ -562,7 +562,12 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
         ("scale", 25, "NumberReplacer", "occurrence 9"): "KILLED",
         ("scale", 26, "ReplaceBinaryOperator_Mul_Div", "occurrence 1"): "KILLED",
     }, verdicts
-    assert result.score == 17 / 22 and not result.message
+    assert result.score == 17 / 22 and not result.message and result.unstable == ()
+    # Each mutant names the tests that did not pass with it: on a timeout, all not reported passing.
+    killers = {(m.method, m.line, m.mutator, m.description): m.killing_tests for m in result.mutants}
+    assert killers[("clamp", 2, "ReplaceComparisonOperator_Lt_GtE", "occurrence 0")] == (tests[0],)
+    assert killers[("clamp", 2, "ReplaceComparisonOperator_Lt_LtE", "occurrence 0")] == ()
+    assert killers[("countdown", 11, "NumberReplacer", "occurrence 3")] == tuple(tests[1:])
     assert (root / "ranges.py").read_text() == RANGES  # mutants are imported, never written
     other = ["tests/test_other.py::test_nothing_imported"]
     unrelated = PytestTool().mutation(box, PLAIN, other, mutants[:1], timeout=600)

@@ -100,6 +100,7 @@ def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: p
         assert (report.scored, report.errors) == (2, {})
     gold = _runs(tasks.db, "gold")
     assert {r.pass_rate for r in gold.values()} == {1.0} and {r.success_rate for r in gold.values()} == {1.0}
+    assert {r.strict_success_rate for r in gold.values()} == {1.0}  # the developer's tests detect mutants
     assert all(r.coverage_on_pass is not None and r.coverage_on_pass > 0 for r in gold.values())
     # Python mutants of the focal functions (triangle's ``*`` and ``/``, rectangle's ``<``, ...):
     # the gold tests detect some, and every one the tests ran was served to them.
@@ -109,19 +110,20 @@ def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: p
         assert "NO_COVERAGE" not in run.mutants["statuses"], run.mutants
     generation = gold[tasks.generation.id].outcomes["test_triangle"]
     assert (generation["new"], generation["old"], generation["success"]) == ("pass", "compile_error", True)
+    assert generation["strict"] is True
     noop = _runs(tasks.db, "noop")
-    assert {r.success_rate for r in noop.values()} == {0.0}
+    assert {r.success_rate for r in noop.values()} == {r.strict_success_rate for r in noop.values()} == {0.0}
     assert all(r.mutation_on_pass is None and r.mutants is None for r in noop.values())
     assert noop[tasks.generation.id].outcomes["test_triangle"]["outcome"] == "exec_fail"  # never written
     assert noop[tasks.update.id].outcomes["test_rectangle"]["outcome"] == "exec_fail"  # the old test fails
     standings = leaderboard(open_store(tasks.db))
-    assert [(s.agent, s.tasks, s.success_rate, s.pass_rate) for s in standings] == [
-        ("gold", 2, 100.0, 100.0),
-        ("noop", 2, 0.0, 0.0),
+    assert [(s.agent, s.tasks, s.strict_success_rate, s.success_rate, s.pass_rate) for s in standings] == [
+        ("gold", 2, 100.0, 100.0, 100.0),
+        ("noop", 2, 0.0, 0.0, 0.0),
     ]
     assert standings[0].groups["track"] == {
-        "generation": {"tasks": 1, "pass": 100.0, "success": 100.0},
-        "update": {"tasks": 1, "pass": 100.0, "success": 100.0},
+        "generation": {"tasks": 1, "pass": 100.0, "success": 100.0, "strict": 100.0},
+        "update": {"tasks": 1, "pass": 100.0, "success": 100.0, "strict": 100.0},
     }
     again = score(open_store(tasks.db), find_agent("gold"), options=options)
     assert (again.scored, again.skipped) == (0, 2)  # resumable: finished pairs are kept
@@ -156,6 +158,119 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
         score(open_store(db), Agent("x", "true"), model_cutoff=True, options=options)
     with pytest.raises(BadAgent, match="unknown placeholder 'nope'"):
         Agent("y", "run {nope}").argv({})
+
+
+# --- strict success: a success must also detect a mutant ---------------------------------------------
+
+STRICTNESS_AGENTS = {
+    "shallow": """import pathlib, re, sys
+# Calls the new or changed code and asserts nothing: it passes on the new code, runs the focal
+# lines and (generation: the file imports triangle) does not pass on the old code.
+path, track = pathlib.Path(sys.argv[1]), sys.argv[2]
+if track == "generation":
+    name, body = "test_triangle", ["    triangle(4, 3)"]
+else:  # a bare call would assert "does not raise", which a mutant of the check breaks
+    body = ["    try:", "        rectangle(-2, 3)", "    except ValueError:", "        pass"]
+    name = "test_rectangle"
+text = re.sub(r"square$", "square, triangle", path.read_text(), flags=re.M)  # imports it
+text = re.sub(rf"\\ndef {name}\\(.*?(?=\\n\\S|\\Z)", "", text, flags=re.S)
+path.write_text(text.rstrip() + "\\n\\n\\n" + "\\n".join([f"def {name}():", *body]) + "\\n")
+""",
+    "stateful": """import pathlib, re, sys, uuid
+# Passes the first time it runs and fails every later time (a marker file named by the hash of
+# the test file, which holds a fresh token): every mutant would look killed.
+path, track, markers = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+name, call = "test_triangle", "triangle(4, 3)"
+if track == "update":
+    name, call = "test_rectangle", "rectangle(2, 3)"
+text = re.sub(r"square$", "square, triangle", path.read_text(), flags=re.M)  # imports it
+text = re.sub(rf"\\ndef {name}\\(.*?(?=\\n\\S|\\Z)", "", text, flags=re.S)
+lines = [
+    "import hashlib",
+    "import pathlib as _pathlib",
+    "",
+    f"TOKEN = {uuid.uuid4().hex!r}",
+    "",
+    "",
+    "def _first_run():",
+    "    content = _pathlib.Path(__file__).read_bytes()",
+    f"    marker = _pathlib.Path({markers!r}) / hashlib.sha256(content).hexdigest()",
+    "    if marker.exists():",
+    "        return False",
+    "    marker.write_text('ran')",
+    "    return True",
+    "",
+    "",
+    f"def {name}():",
+    f"    {call}",
+    "    assert _first_run()",
+]
+path.write_text(text.rstrip() + "\\n\\n\\n" + "\\n".join(lines) + "\\n")
+""",
+}
+
+
+def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
+    tasks: Tasks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COEVO_WORK", str(tasks.root / "work"))
+    db = tmp_path / "c.db"
+    _copy_db(tasks.db, db)
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    for name, source in STRICTNESS_AGENTS.items():
+        (tmp_path / f"{name}.py").write_text(source)
+        command = f"{sys.executable} {tmp_path / name}.py {{test_file}} {{track}} {markers}"
+        report = score(
+            open_store(db), Agent(name, command), options=ScoreOptions("local", 120, trust_host=True)
+        )
+        assert (report.scored, report.errors) == (2, {})
+    methods = {tasks.generation.id: "test_triangle", tasks.update.id: "test_rectangle"}
+
+    # Shallow: a success on both tracks (it runs the changed code), detecting no mutant.
+    shallow = _runs(db, "shallow")
+    for task_id, method in methods.items():
+        run, outcome = shallow[task_id], shallow[task_id].outcomes[method]
+        assert (outcome["outcome"], outcome["success"], outcome["strict"]) == ("pass", True, False), outcome
+        assert (run.success_rate, run.strict_success_rate, run.mutation_on_pass) == (1.0, 0.0, 0.0), (
+            run.mutants
+        )
+        assert run.mutants is not None and run.mutants["total"] >= 2 and run.mutants["unstable"] == []
+    assert shallow[tasks.generation.id].outcomes["test_triangle"]["old"] == "compile_error"
+
+    # Stateful: every mutant's run fails, and so does the control run after them: no credit.
+    stateful = _runs(db, "stateful")
+    for task_id, method in methods.items():
+        run, outcome = stateful[task_id], stateful[task_id].outcomes[method]
+        assert (outcome["outcome"], outcome["success"], outcome["strict"]) == ("pass", True, False), outcome
+        assert (run.success_rate, run.strict_success_rate, run.mutation_on_pass) == (1.0, 0.0, 0.0), (
+            run.mutants
+        )
+        assert run.mutants is not None and run.mutants["detected"] == 0 < run.mutants["total"]
+        assert run.mutants["unstable"] == [f"tests/test_shapes.py::{method}"]
+        assert f"{method} did not pass again on the unmutated code" in run.mutants["message"]
+
+    # Both rates are reported, StrictSuccess% first.
+    exe = Path(sys.executable).parent / "coevo"
+    board = subprocess.run(
+        [str(exe), "leaderboard", "--db", str(db), "--json"], capture_output=True, text=True
+    )
+    rows = [(r["agent"], r["strict_success_rate"], r["success_rate"]) for r in json.loads(board.stdout)]
+    assert rows == [
+        ("gold", 100.0, 100.0),
+        ("shallow", 0.0, 100.0),
+        ("stateful", 0.0, 100.0),
+        ("noop", 0.0, 0.0),
+    ]
+    table = subprocess.run([str(exe), "leaderboard", "--db", str(db)], capture_output=True, text=True).stdout
+    assert table.splitlines()[0].split()[3:6] == ["StrictSuccess%", "Success%", "Pass%"]
+    for agent, mark in (
+        ("gold", "(strict success)"),
+        ("shallow", "(success, not strict: detects no mutant)"),
+    ):
+        show = [str(exe), "show-run", agent, tasks.update.id, "--db", str(db)]
+        shown = subprocess.run(show, capture_output=True, text=True).stdout
+        assert f"test_rectangle {mark}" in shown, shown
 
 
 # --- command agents, in Docker ----------------------------------------------------------------------
@@ -301,7 +416,9 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
 @pytest.mark.maven
 @pytest.mark.slow
 def test_gold_on_java_tasks_kills_the_focal_mutants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Java: gold passes, succeeds, covers and kills PIT's mutants of the focal methods; noop does not."""
+    """Java: gold passes, succeeds, covers and kills PIT's mutants of the focal methods, so each
+    of its methods is a strict success (PIT's matrix names it, the control run keeps it); noop
+    does none of that."""
     from tests.curation.histories import java_curation_history
 
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
@@ -315,13 +432,17 @@ def test_gold_on_java_tasks_kills_the_focal_mutants(tmp_path: Path, monkeypatch:
         assert score(open_store(db), find_agent(name), options=options).errors == {}
     gold = list(_runs(db, "gold").values())
     assert len(gold) == 2
-    assert all((r.pass_rate, r.success_rate) == (1.0, 1.0) for r in gold)
+    assert all((r.pass_rate, r.success_rate, r.strict_success_rate) == (1.0, 1.0, 1.0) for r in gold), [
+        (r.outcomes, r.mutants) for r in gold
+    ]
+    assert all(r.mutants is not None and r.mutants["unstable"] == [] for r in gold)
     assert all(r.coverage_on_pass and r.mutation_on_pass and r.mutation_on_pass > 0 for r in gold), [
         (r.coverage_on_pass, r.mutation_on_pass) for r in gold
     ]
     noop = list(_runs(db, "noop").values())
-    assert all(r.success_rate == 0.0 and r.mutation_on_pass is None for r in noop)
+    assert all(r.success_rate == r.strict_success_rate == 0.0 and r.mutation_on_pass is None for r in noop)
     (standing, *_) = leaderboard(open_store(db))
     assert (
         standing.agent == "gold" and standing.mutation_on_pass is not None and standing.mutation_on_pass > 0
     )
+    assert standing.strict_success_rate == 100.0
