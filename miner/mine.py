@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import dataclasses
 import os
 import signal
@@ -499,7 +501,16 @@ def _start_worker(path: Path, language: str, patterns: FilePatterns) -> None:
     """Worker initializer: the main process alone answers Ctrl-C and writes the store."""
     global _ANALYZER
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent()
     _ANALYZER = CommitAnalyzer(path, get_language(language), patterns)
+
+
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the main process dies, even by SIGKILL, which
+    gives the pool no chance to stop it (it would wait for work forever)."""
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _analyse_in_worker(plan: PairPlan) -> CommitRecord:
