@@ -4,17 +4,19 @@ For each task-agent pair:
 
 1. both revisions are built (shared with curation's cache), so a harness problem never
    costs the agent a run;
-2. the **workspace** is a fresh git repository holding one commit of the rev2 tree — no
-   history, no remote — with the test file reset: generation tasks lose the gold methods
-   (the whole file when it was new), update tasks get the old versions of the updated
-   methods back. The prompt lives outside it;
-3. the agent runs (a container with no network unless it declares one, the workspace at
-   ``/workspace``, the prompt at ``/task/prompt.md``); ``gold`` writes the developer's file and
-   ``noop`` does nothing, in-process;
-4. only the test file is taken back; any other change is listed and discarded. It is compiled
-   alone against rev2's classes (and rev1's, for generation) and each task method gets
-   ``pass``, ``exec_fail``, ``compile_fail`` or ``harness_fail``, with its coverage of the
-   focal methods.
+2. the **workspace** (:mod:`runners.workspace`) is a fresh git repository holding one commit
+   of the rev2 tree — no history, no remote — with the test file reset: generation tasks lose
+   the gold methods (the whole file when it was new), update tasks get the old versions of the
+   updated methods back. The prompt lives outside it;
+3. the agent runs (a container with no capabilities and no network unless it declares one,
+   the workspace at ``/workspace``, the prompt at ``/task/prompt.md``, its own folder read-only
+   at ``/agent``); ``gold`` writes the developer's file and ``noop`` does nothing, in-process;
+4. only the test file is taken back, read as a regular file of bounded size; any other change
+   is listed and discarded. It is judged in **judge trees** (:mod:`runners.judge_tree`) that
+   hold no trace of the gold: compiled alone against rev2's classes (and rev1's, for
+   generation), each task method gets ``pass``, ``exec_fail``, ``compile_fail`` or
+   ``harness_fail``, with its coverage of the focal methods, the focal mutants it detects and
+   whether it is a (strict) success.
 """
 
 from __future__ import annotations
