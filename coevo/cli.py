@@ -298,7 +298,16 @@ def example_command(path: Path) -> None:
     type=click.IntRange(min=1),
     help="Pairs curated at once, each in its own process [default: one per two cores].",
 )
-@click.option("--redo", is_flag=True, help="Curate again pairs that were already curated.")
+@click.option(
+    "--redo",
+    is_flag=True,
+    help="Curate again pairs already curated (each pair's old rows go when its new ones are written).",
+)
+@click.option(
+    "--retry-env",
+    is_flag=True,
+    help="Curate again pairs that had no environment (env_failed: a toolchain coevo lacked, say).",
+)
 @_BACKEND
 @_BASE_IMAGE
 @_common
@@ -311,6 +320,7 @@ def curate_command(
     max_span_hours: float,
     workers: int | None,
     redo: bool,
+    retry_env: bool,
     backend: str,
     base_images: tuple[str, ...],
     db: str | None,
@@ -334,6 +344,7 @@ def curate_command(
         backend=_backend(backend, _CURATING_RISK),
         workers=workers,
         redo=redo,
+        retry_env=retry_env,
         test_timeout=test_timeout,
         max_span_hours=max_span_hours,
         base_images=_base_images(base_images),

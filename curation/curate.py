@@ -33,6 +33,7 @@ from runners import Coverage, GitTree, TestRun, resolve_backend
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
+    AgentRun,
     Candidate,
     CoevoError,
     CuratedPair,
@@ -40,6 +41,7 @@ from tasks import (
     CurationRun,
     DropReason,
     FocalLink,
+    InfrastructureError,
     MethodChange,
     MethodChangeKind,
     MinedCommit,
@@ -49,6 +51,7 @@ from tasks import (
     RunStatus,
     Store,
     Task,
+    TaskStatus,
     TestChangeKind,
     Track,
     open_store,
@@ -75,6 +78,10 @@ class CurateRequest:
     workers: int | None = None
     """Pairs curated at once (processes); None: one per two cores, at least one."""
     redo: bool = False
+    """Curate again pairs already curated; their old rows are replaced when the new ones are written."""
+    retry_env: bool = False
+    """Curate again pairs a revision of which had no environment (``env_failed``: a toolchain
+    coevo lacked, a build file it could not read), as a newer coevo or machine may provide it."""
     test_timeout: float = 300.0
     build_timeout: float = 1800.0
     max_span_hours: float = DEFAULT_MAX_SPAN_HOURS
@@ -117,6 +124,11 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
     def finished(pair: tuple[int, str, str, int], result: PairOutcome | BaseException) -> None:
         nonlocal done, failed
         pair_id, rev1, rev2, repository_id = pair
+        if isinstance(result, InfrastructureError):
+            left = len(pending) - done - failed
+            raise InfrastructureError(
+                f"{result} — curation stopped: {done} pairs curated, {left} left for the next run"
+            )
         if isinstance(result, BaseException):
             failed += 1
             report.errors[pair_id] = f"{type(result).__name__}: {result}"
@@ -129,7 +141,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
                 release_revision(root, repository_id, rev, backend)
         progress.advance(1)
 
-    status = RunStatus.COMPLETED
+    status, stopped = RunStatus.COMPLETED, ""
     try:
         workers = request.workers or max(1, (os.cpu_count() or 1) // 2)
         if workers <= 1 or len(pending) <= 1:
@@ -145,6 +157,9 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
     except KeyboardInterrupt:
         status = RunStatus.INTERRUPTED
         raise
+    except InfrastructureError as exc:
+        status, stopped = RunStatus.FAILED, str(exc)
+        raise
     finally:
         with store.session() as session:
             stored = session.get(CurationRun, run.id)
@@ -152,7 +167,8 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
             stored.status = status
             stored.finished_at = utcnow()
             stored.pairs_done, stored.pairs_failed = done, failed
-            stored.message = "; ".join(f"pair {k}: {v}" for k, v in sorted(report.errors.items()))[:4000]
+            errors = "; ".join(f"pair {k}: {v}" for k, v in sorted(report.errors.items()))
+            stored.message = (stopped or errors)[:4000]
             session.add(stored)
         report.run = stored
     return report
@@ -196,24 +212,17 @@ def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str,
         if request.until is not None:
             query = query.where(col(RevisionPair.rev2_date) < request.until)
         pairs = session.exec(query.order_by(col(RevisionPair.rev2_date), col(RevisionPair.id))).all()
-        ids = [pair.id for pair in pairs]
-        if request.redo:
-            _forget(session, ids)
-            done: set[int | None] = set()
-        else:
-            done = set(session.exec(select(CuratedPair.pair_id)).all())
+        done: set[int | None] = set()
+        if not request.redo:
+            curated = session.exec(select(CuratedPair)).all()
+            done = {
+                c.pair_id
+                for c in curated
+                if not (request.retry_env and "env_failed" in (c.rev1_build, c.rev2_build))
+            }
         return [
             (p.id, p.rev1, p.rev2, p.repository_id) for p in pairs if p.id not in done and p.id is not None
         ]
-
-
-def _forget(session: Any, pair_ids: Sequence[int | None]) -> None:
-    """Deletes what earlier curation wrote for these pairs (``--redo``)."""
-    for start in range(0, len(pair_ids), 500):
-        chunk = pair_ids[start : start + 500]
-        session.exec(delete(Task).where(col(Task.pair_id).in_(chunk)))
-        session.exec(delete(CurationRecord).where(col(CurationRecord.pair_id).in_(chunk)))
-        session.exec(delete(CuratedPair).where(col(CuratedPair.pair_id).in_(chunk)))
 
 
 # --- one pair --------------------------------------------------------------------------------------
@@ -553,6 +562,11 @@ def _write(
     image = rev2.image if rev2 is not None else None
     messages = [f"{name}: {b.message}" for name, b in built.items() if b is not None and b.message]
     assert pair.id is not None
+    # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
+    # writes the new ones: a run that fails or is killed first leaves the old ones whole.
+    session.exec(delete(CurationRecord).where(col(CurationRecord.pair_id) == pair.id))
+    session.exec(delete(CuratedPair).where(col(CuratedPair.pair_id) == pair.id))
+    earlier = {task.id: task for task in session.exec(select(Task).where(Task.pair_id == pair.id)).all()}
     session.add(
         CuratedPair(
             pair_id=pair.id,
@@ -614,6 +628,7 @@ def _write(
                 curated_at=utcnow(),
             )
         )
+    _retire_vanished(session, earlier, set(task_of.values()))
     for item in items:
         assert item.verdict is not None and item.candidate.id is not None
         session.add(
@@ -629,6 +644,19 @@ def _write(
                 task_id=task_of.get(item.candidate.id),
             )
         )
+
+
+def _retire_vanished(session: Any, earlier: Mapping[str, Task], kept: set[str]) -> None:
+    """Tasks a pair no longer yields: deleted, unless agents were scored on them — then retired,
+    their runs kept (and out of the leaderboard, which counts active tasks only)."""
+    for identifier, task in earlier.items():
+        if identifier in kept:
+            continue
+        if session.exec(select(AgentRun.id).where(AgentRun.task_id == identifier)).first() is None:
+            session.delete(task)
+        else:
+            task.status = TaskStatus.RETIRED
+            session.add(task)
 
 
 def _mined_at(session: Any, pair: RevisionPair) -> datetime | None:

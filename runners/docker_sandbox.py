@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks import CoevoError
+from tasks import InfrastructureError
 
 from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult
 
@@ -33,7 +33,7 @@ class Mount:
     writable: bool = False
 
 
-class DockerUnavailable(CoevoError):
+class DockerUnavailable(InfrastructureError):
     """No Docker daemon answers."""
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import jinja2
 
-from tasks import CoevoError
+from tasks import InfrastructureError
 
 from .envspec import EnvSpec
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
@@ -44,7 +44,7 @@ _templates = jinja2.Environment(
 )
 
 
-class ImageBuildFailed(CoevoError):
+class ImageBuildFailed(InfrastructureError):
     """``docker build`` of a planned image failed."""
 
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks import CoevoError
+from tasks import MissingToolchain
 
 JDKS_ENV = "COEVO_JDKS"
 """Extra JDK homes, colon-separated, searched before ``/usr/lib/jvm``."""
@@ -22,7 +22,7 @@ _VERSION = re.compile(r'^JAVA_VERSION="?(?:1\.)?(\d+)', re.MULTILINE)
 _RELEASE = re.compile(r"(?:1\.)?(\d+)")
 
 
-class NoSuitableJdk(CoevoError):
+class NoSuitableJdk(MissingToolchain):
     """No installed JDK can compile the Java release a revision asks for."""
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote
 
-from tasks import CoevoError
+from tasks import InfrastructureError
 
 from .sandbox import ExecResult
 from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, tools_dir
@@ -37,7 +37,7 @@ _METHOD_OF_CLASS = re.compile(r"^(?:.*\.)?([\w$]+)(?:\[.*\])?\(([\w.$]+)\)$")
 """JUnit 4's description of a test: ``adds(demo.CalcTest)``, ``addsZero[0](demo.AddZeroTest)``."""
 
 
-class PitUnavailable(CoevoError):
+class PitUnavailable(InfrastructureError):
     """PIT's jars could not be resolved."""
 
 

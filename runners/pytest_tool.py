@@ -211,6 +211,9 @@ class PytestTool:
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Ensures the venv, then collects the tests to prove the project imports.
 
+        Raises :class:`~runners.venvs.NoPython` when this machine has no interpreter at all
+        (coevo's lack, not the project's).
+
         Collection errors in some test modules only still count as built (those tests will
         be ``compile_error``); the message then names the first one.
         """
@@ -220,8 +223,6 @@ class PytestTool:
             venv = venv_for(spec, worktree, sandbox, timeout, self._python)
         except VenvBuildFailed as exc:
             return BuildResult(ok=False, message=str(exc), log=exc.log)
-        except NoPython as exc:
-            return BuildResult(ok=False, message=str(exc))
         argv = [str(venv_python(venv)), "-m", "pytest", "--collect-only", "-q", *_common_options(worktree)]
         result = sandbox.exec(argv, timeout=_left(deadline), env=_test_env(venv, worktree, ()))
         return _collect_outcome(result, worktree, venv_note(venv))

@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tasks import CoevoError
+from tasks import CoevoError, InfrastructureError, MissingToolchain
 
 from .buildtools import BuildResult
 from .environment import Environment, prepare_environment
@@ -40,7 +40,9 @@ def work_root() -> Path:
 @dataclass(frozen=True)
 class BuiltRevision:
     """A revision's worktree and environment, and whether it built (``env_failed`` when no
-    environment could be made for it, ``failed`` when the build itself failed)."""
+    environment could be made for it — a broken build file, a toolchain coevo lacks —
+    ``failed`` when the build itself failed). coevo's own failures (no Docker daemon) raise
+    :class:`~tasks.InfrastructureError` instead: they are never a fact about the revision."""
 
     sha: str
     status: str
@@ -92,6 +94,8 @@ def prepare_revision(
         spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
+    except InfrastructureError:
+        raise  # coevo's own failure: nothing about the revision is recorded
     except CoevoError as exc:
         return BuiltRevision(sha, "env_failed", str(exc))
     image = environment.image.tag if environment.image else None
@@ -105,6 +109,12 @@ def prepare_revision(
             try:
                 export_revision(repo_path, sha, worktree)
                 built = _build(environment, spec, worktree, timeout)
+            except MissingToolchain as exc:
+                # What coevo lacks (a JDK for Java 6) is not the revision's failure, and a coevo
+                # that has it must try again: nothing is recorded.
+                return BuiltRevision(sha, "env_failed", str(exc), spec, environment, None, image)
+            except InfrastructureError:
+                raise
             except CoevoError as exc:
                 built = BuildResult(False, str(exc))
             if _killed(built):

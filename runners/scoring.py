@@ -25,7 +25,9 @@ import contextlib
 import dataclasses
 import difflib
 import hashlib
+import importlib.metadata
 import json
+import platform
 import shutil
 import tempfile
 import time
@@ -38,9 +40,20 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import delete
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from tasks import AgentRun, CoevoError, Repository, Store, Task, TaskStatus, Track
+from tasks import (
+    AgentRun,
+    CoevoError,
+    GoldCheck,
+    InfrastructureError,
+    Repository,
+    Store,
+    Task,
+    TaskStatus,
+    Track,
+)
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
 from .buildtools import Coverage
@@ -62,6 +75,7 @@ from .workspace import (
     changed_paths,
     prepare_workspace,
     read_agent_file,
+    reset_test_file,
     tree_state,
 )
 
@@ -253,12 +267,7 @@ def judge(
     tag = "s" + hashlib.sha256(f"{task.id}\0{content!r}".encode()).hexdigest()[:12]
 
     def side(built: BuiltRevision, name: str) -> Side:
-        mine = built.sha == task.rev2  # rev1's own test file holds no gold: it stays
-        tree = judge_tree(
-            built, repo_path, [task.test_file] if mine else [], {task.test_file: given} if mine else {},
-            scratch / name,
-        )  # fmt: skip
-        return tree.side()
+        return _judge_side(task, built, repo_path, given, scratch / name)
 
     with _closing(side(new, "judge-new")) as new_side:
         new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
@@ -301,6 +310,88 @@ def judge(
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
+
+
+def _judge_side(task: Task, built: BuiltRevision, repo_path: Path, given: bytes | None, folder: Path) -> Side:
+    """A side over a fresh judge tree of ``built`` at ``folder``: rev2 gets the test file as the
+    agent got it (``given``); rev1's own test file holds no gold and stays."""
+    mine = built.sha == task.rev2
+    tree = judge_tree(
+        built, repo_path, [task.test_file] if mine else [], {task.test_file: given} if mine else {}, folder
+    )
+    return tree.side()
+
+
+# --- the gold check --------------------------------------------------------------------------------
+
+
+class GoldChecks:
+    """Gold checks kept in the store (:class:`~tasks.GoldCheck`), by task and environment."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def get(self, task_id: str, environment: str) -> GoldCheck | None:
+        with self._store.session() as session:
+            return session.exec(
+                select(GoldCheck).where(GoldCheck.task_id == task_id, GoldCheck.environment == environment)
+            ).first()
+
+    def put(self, check: GoldCheck) -> None:
+        with contextlib.suppress(IntegrityError), self._store.session() as session:
+            session.add(check)  # a concurrent scorer that wrote it first wins; both saw the same
+
+
+def environment_key(new: BuiltRevision, old: BuiltRevision | None) -> str:
+    """What a judgement depends on besides the test file: coevo, the backend, each revision's
+    spec and image, and (on the host, whose toolchains are its own) the machine."""
+    parts: list[Any] = [_coevo_version()]
+    for built in (new, old):
+        if built is None or built.environment is None or built.spec is None:
+            continue
+        backend = built.environment.backend
+        parts += [built.sha, backend, built.image or "", dataclasses.asdict(built.spec)]
+        if backend == "local":
+            parts.append(platform.node())
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def check_gold(
+    task: Task, new: BuiltRevision, old: BuiltRevision | None, repo_path: Path, scratch: Path, timeout: float
+) -> tuple[bool, str]:
+    """Whether the developer's methods pass on the new code — and, for generation, do not pass on
+    the old — judged exactly as an agent's file is; else why not. When they do not, nothing an
+    agent writes can be judged there: the fault is coevo's environment, not the agent's."""
+    gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
+    given = reset_test_file(task, repo_path)
+    ids = dict(zip(task.test_methods, task.test_ids, strict=True))
+    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-new")) as side:
+        on_new = {
+            r.test: r
+            for r in side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
+        }
+    for method, test in ids.items():
+        if on_new[test].outcome != Outcome.PASS:
+            found = on_new[test]
+            why = f"{found.outcome}: {found.message}"
+            return False, f"the developer's {method} does not pass on the new code here: {why}"
+    if old is not None:
+        with _closing(_judge_side(task, old, repo_path, given, scratch / "gold-old")) as side:
+            results = side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
+        for result in results:
+            if result.outcome == Outcome.PASS:
+                return (
+                    False,
+                    f"the developer's {result.test} passes on the old code here too: nothing discriminates",
+                )
+    return True, ""
+
+
+def _coevo_version() -> str:
+    try:
+        return importlib.metadata.version("coevo")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
 
 
 @contextlib.contextmanager
@@ -382,8 +473,21 @@ def _outcome(
 # --- one task, one agent ------------------------------------------------------------------------------
 
 
-def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions, root: Path) -> AgentRun:
-    """Runs ``agent`` on ``task`` and judges it; a harness problem is ``harness_fail``, not an error."""
+def score_task(
+    task: Task,
+    repo: Repository,
+    agent: Agent,
+    options: ScoreOptions,
+    root: Path,
+    gold_checks: GoldChecks | None = None,
+) -> AgentRun:
+    """Runs ``agent`` on ``task`` and judges it; a harness problem is ``harness_fail``, not an error.
+
+    First the gold is checked in the judging environment (once per task and environment, kept
+    in ``gold_checks``): where it does not hold, the agent is not run and its run is
+    ``harness_fail`` with the gold's message. coevo's own failures (no Docker daemon) raise
+    :class:`~tasks.InfrastructureError`: nothing is stored for the task.
+    """
     started = time.monotonic()
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
     repo_path = Path(repo.path)
@@ -399,6 +503,19 @@ def score_task(task: Task, repo: Repository, agent: Agent, options: ScoreOptions
     broken = [b for b in (new, old) if b is not None and b.status != "ok"]
     if broken:
         message = f"{broken[0].sha[:10]} {broken[0].status}: {broken[0].message}"
+        return _finish(
+            run, task, {m: _outcome("harness_fail", message) for m in task.test_methods}, None, started
+        )
+    environment = environment_key(new, old)
+    gold = gold_checks.get(task.id, environment) if gold_checks is not None else None
+    if gold is None:
+        with tempfile.TemporaryDirectory(prefix="coevo-gold-") as scratch:
+            ok, message = check_gold(task, new, old, repo_path, Path(scratch), options.test_timeout)
+        gold = GoldCheck(task_id=task.id, environment=environment, ok=ok, message=message)
+        if gold_checks is not None:
+            gold_checks.put(gold)
+    if not gold.ok:
+        message = f"the gold does not hold in this environment: {gold.message}"
         return _finish(
             run, task, {m: _outcome("harness_fail", message) for m in task.test_methods}, None, started
         )
@@ -506,13 +623,10 @@ def score(
             session.exec(select(Task).order_by(col(Task.rev2_date))).all(), cutoff, track
         )
         done = set(session.exec(select(AgentRun.task_id).where(AgentRun.agent == agent.name)).all())
-        if redo:  # only the tasks in scope: runs on older tasks or other tracks are kept
-            in_scope = [t.id for t in tasks]
-            session.exec(
-                delete(AgentRun).where(col(AgentRun.agent) == agent.name, col(AgentRun.task_id).in_(in_scope))
-            )
-            done -= set(in_scope)
+        if redo:  # the tasks in scope run again; each old run goes when its new one is stored
+            done -= {t.id for t in tasks}
         repos = {r.id: r for r in session.exec(select(Repository)).all()}
+    gold_checks = GoldChecks(store)
     report = ScoreReport(agent.name, skipped=sum(t.id in done for t in tasks))
     todo = [t for t in tasks if t.id not in done]
     root = options.work or work_root()
@@ -520,12 +634,15 @@ def score(
     def one(task: Task) -> str | None:
         """Scores and stores one task; the error, if any."""
         try:
-            run = score_task(task, repos[task.repository_id], agent, options, root)
-        except AgentCannotStart:
-            raise  # the agent, not the task: the whole run stops
+            run = score_task(task, repos[task.repository_id], agent, options, root, gold_checks)
+        except (AgentCannotStart, InfrastructureError):
+            raise  # the agent or coevo itself, not the task: the whole run stops, nothing stored
         except CoevoError as exc:
             return str(exc)
         with store.session() as session:
+            session.exec(
+                delete(AgentRun).where(col(AgentRun.agent) == agent.name, col(AgentRun.task_id) == task.id)
+            )
             session.add(run)
         return None
 
@@ -573,12 +690,14 @@ class Standing:
 
 
 def leaderboard(store: Store, after: datetime | None = None) -> list[Standing]:
-    """Every scored agent over tasks dated after ``after``: best StrictSuccess% first, then
-    Success%, then Pass%."""
+    """Every scored agent over the active tasks dated after ``after``: best StrictSuccess% first,
+    then Success%, then Pass%."""
     with store.session() as session:
         rows = session.exec(select(AgentRun, Task).join(Task, col(Task.id) == col(AgentRun.task_id))).all()
     by_agent: dict[str, list[tuple[AgentRun, Task]]] = {}
     for run, task in rows:
+        if task.status != TaskStatus.ACTIVE:
+            continue  # retired or quarantined: no longer part of the benchmark
         if after is None or (task.rev2_date is not None and task.rev2_date > after):
             by_agent.setdefault(run.agent, []).append((run, task))
     standings = [_standing(agent, runs) for agent, runs in by_agent.items()]

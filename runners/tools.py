@@ -17,7 +17,7 @@ from pathlib import Path
 
 import requests
 
-from tasks import CoevoError
+from tasks import CoevoError, InfrastructureError
 
 TOOLS_ENV = "COEVO_TOOLS"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
@@ -28,7 +28,7 @@ class UnknownTool(CoevoError):
     """A tool name no entry of :data:`TOOLS` has."""
 
 
-class ToolDownloadFailed(CoevoError):
+class ToolDownloadFailed(InfrastructureError):
     """A tool jar could not be fetched or did not match its published checksum."""
 
 

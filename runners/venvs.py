@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
-from tasks import CoevoError
+from tasks import CoevoError, MissingToolchain
 
 from .envspec import EnvSpec, FolderTree, TreeReader
 from .sandbox import ExecResult, LocalSandbox, Sandbox
@@ -81,7 +81,7 @@ _PIP_PASSTHROUGH = (
 log = logging.getLogger(__name__)
 
 
-class NoPython(CoevoError):
+class NoPython(MissingToolchain):
     """No Python 3 interpreter at all on this machine (neither on PATH nor in pyenv)."""
 
 

@@ -1,6 +1,6 @@
 """The data model and the store that every stage reads and writes."""
 
-from .errors import CoevoError
+from .errors import CoevoError, InfrastructureError, MissingToolchain
 from .models import (
     AgentRun,
     AwareDateTime,
@@ -11,6 +11,7 @@ from .models import (
     CurationRun,
     DropReason,
     FocalLink,
+    GoldCheck,
     Label,
     LinkProvenance,
     MethodChange,
@@ -46,12 +47,15 @@ __all__ = [
     "DropReason",
     "FocalLink",
     "FocalView",
+    "GoldCheck",
+    "InfrastructureError",
     "Label",
     "LinkProvenance",
     "MethodChange",
     "MethodChangeKind",
     "MinedCommit",
     "MiningRun",
+    "MissingToolchain",
     "Repository",
     "RevisionPair",
     "RunStatus",

@@ -428,3 +428,22 @@ class AgentRun(SQLModel, table=True):
     tokens: int | None = None
     cost: float | None = None
     finished_at: datetime | None = _aware(now=True)
+
+
+class GoldCheck(SQLModel, table=True):
+    """Whether a task's gold methods pass (and, for generation, fail on the old code) in one
+    judging environment: if they do not, nothing an agent writes is judged there.
+
+    Checked once per task and environment (``environment`` hashes the backend, images, specs
+    and host), and kept: a later scoring in the same environment reads it.
+    """
+
+    __table_args__ = (UniqueConstraint("task_id", "environment"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    environment: str
+    ok: bool
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """Why the gold does not hold here (the method and its outcome), empty when it does."""
+    checked_at: datetime | None = _aware(now=True)

@@ -1,0 +1,107 @@
+"""Scoring: a fault of coevo's environment is never charged to an agent, and loses no result."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+import miner
+from coevo.example import write_example
+from curation import CurateRequest, curate
+from runners.agents import find_agent
+from runners.scoring import ScoreOptions, leaderboard, score
+from tasks import AgentRun, GoldCheck, Task, open_store
+from tests.gitrepo import GitRepo
+
+COEVO = str(Path(sys.executable).parent / "coevo")
+
+
+def _runs(db: Path, agent: str) -> dict[str, AgentRun]:
+    with open_store(db).session() as session:
+        return {r.task_id: r for r in session.exec(select(AgentRun).where(AgentRun.agent == agent)).all()}
+
+
+@pytest.mark.docker
+def test_no_docker_daemon_stores_no_score_and_redo_keeps_the_old_ones(tmp_path: Path) -> None:
+    write_example(tmp_path / "example")
+    db = tmp_path / "c.db"
+    env = {**os.environ, "COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tmp_path / "venvs")}
+    down = {**env, "DOCKER_HOST": "tcp://127.0.0.1:9"}
+
+    def coevo(*args: str, environment: dict[str, str] = env) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [COEVO, *args, "--db", str(db)], capture_output=True, text=True, env=environment
+        )
+
+    assert coevo("mine", str(tmp_path / "example")).returncode == 0
+    assert coevo("curate", "--backend", "local", "--reruns", "1").returncode == 0
+    failed = coevo("score", "--agent", "gold", "--backend", "docker", environment=down)
+    assert failed.returncode == 1
+    assert len(failed.stderr.strip().splitlines()) == 1 and "no Docker daemon answers" in failed.stderr
+    assert _runs(db, "gold") == {}  # nothing charged, nothing to skip next time
+
+    assert coevo("score", "--agent", "gold", "--backend", "docker").returncode == 0
+    good = {task: run.id for task, run in _runs(db, "gold").items()}
+    assert len(good) == 2 and all(run.success_rate == 1.0 for run in _runs(db, "gold").values())
+    again = coevo("score", "--agent", "gold", "--backend", "docker", "--redo", environment=down)
+    assert again.returncode == 1 and "no Docker daemon answers" in again.stderr
+    assert {task: run.id for task, run in _runs(db, "gold").items()} == good  # --redo lost nothing
+
+
+def test_where_the_gold_does_not_pass_no_agent_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task curated where the tests found what they need, scored where they do not: the gold
+    fails there, so every agent's run is harness_fail — never exec_fail — and out of the rates."""
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    repo = GitRepo(tmp_path / "needs-env")
+    test = (
+        "import os\n\nfrom tools import {names}\n\n\n"
+        "def test_double():\n    assert os.environ['TOOLS_FIXTURE'] == 'here'\n    assert double(2) == 4\n"
+    )
+    repo.commit("initial", "2026-01-01T10:00:00+00:00", {
+        "requirements.txt": "# pytest is all the tests need\n",
+        "tools.py": "def double(x):\n    return x + x\n",
+        "tests/test_tools.py": test.format(names="double"),
+    })  # fmt: skip
+    repo.commit("halve", "2026-01-02T10:00:00+00:00", {
+        "tools.py": "def double(x):\n    return x + x\n\n\ndef half(x):\n    return x / 2\n",
+        "tests/test_tools.py": test.format(names="double, half")
+        + "\n\ndef test_half():\n    assert os.environ['TOOLS_FIXTURE'] == 'here'\n    assert half(4) == 2\n",
+    })  # fmt: skip
+    db = tmp_path / "c.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
+    with monkeypatch.context() as curating:
+        curating.setenv("TOOLS_FIXTURE", "here")
+        assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
+    with open_store(db).session() as session:
+        (task,) = session.exec(select(Task)).all()
+
+    options = ScoreOptions(backend="local", test_timeout=120)
+    for agent in ("gold", "noop"):
+        assert score(open_store(db), find_agent(agent), options=options).errors == {}
+        run = _runs(db, agent)[task.id]
+        assert run.status == "harness_fail" and run.harness_fail_rate == 1.0, run.outcomes
+        (outcome,) = run.outcomes.values()
+        assert outcome["outcome"] == "harness_fail"
+        assert "the developer's test_half does not pass on the new code here" in outcome["message"]
+        assert "KeyError: 'TOOLS_FIXTURE'" in outcome["message"], outcome["message"]
+    with open_store(db).session() as session:
+        (check,) = session.exec(select(GoldCheck)).all()  # checked once, kept for the environment
+    assert not check.ok and check.task_id == task.id
+    standings = {s.agent: s for s in leaderboard(open_store(db))}
+    assert standings["gold"].harness_fail_rate == 100.0 and standings["noop"].exec_fail_rate == 0.0
+
+    # Where the environment gives the tests what they need, the gold holds and agents are judged.
+    monkeypatch.setenv("TOOLS_FIXTURE", "here")
+    with open_store(db).session() as session:
+        for check in session.exec(select(GoldCheck)).all():
+            session.delete(check)  # the same environment key: forget the verdict to check again
+    assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
+    assert _runs(db, "gold")[task.id].success_rate == 1.0
