@@ -82,8 +82,11 @@ _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution wi
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
 _JUNIT_FAMILY = re.compile(
-    r"/(org/junit/(platform|jupiter|vintage)|junit/junit|org/opentest4j|org/apiguardian)/"
+    r"/(org/junit/(platform|jupiter|vintage)|junit/junit|junit/junit-dep|org/opentest4j|org/apiguardian)/"
 )
+"""JUnit 4 in any form (``junit-dep`` is how projects took 4.10 and older, which the vintage engine
+refuses) goes too: the launcher's JUnit 4.13.2 runs their tests, binary compatible."""
+_DISCOVERY_FAILED = re.compile(r"TestEngine with ID '([^']+)' failed to discover tests")
 _JUNIT6 = re.compile(r"/junit-(?:platform|jupiter)-[a-z-]+-(\d+)\.[^/]*\.jar$")
 
 
@@ -517,6 +520,12 @@ class MavenTool:
         if not reported and not log.timed_out and log.exit_code not in (0, 1):
             sandbox.exec(["rm", "-rf", run_dir], 60)
             raise LauncherFailed(f"the JUnit console launcher failed: {_last_line(log)}")
+        failed_engine = _discovery_failure(log)
+        if failed_engine:
+            # An engine that cannot discover reports no test: that is no "absent" test, but a
+            # harness that cannot run them.
+            sandbox.exec(["rm", "-rf", run_dir], 60)
+            raise LauncherFailed(failed_engine)
         results: dict[str, TestResult] = {}
         for result in reported:
             class_name, _, method = result.test.partition("#")
@@ -754,6 +763,26 @@ def _with_symbol(message: str, lines: Sequence[str], index: int) -> str:
         if match:
             return _shorten(f"{message} ({match['symbol'].strip()})")
     return _shorten(message)
+
+
+def _discovery_failure(log: ExecResult) -> str:
+    """``engine junit-vintage failed to discover tests: <its exception>`` when a test engine failed."""
+    lines = [_ANSI.sub("", line).strip() for line in (log.stderr + "\n" + log.stdout).splitlines()]
+    for index, line in enumerate(lines):
+        match = _DISCOVERY_FAILED.search(line)
+        if match:
+            cause = next(
+                (
+                    text
+                    for text in lines[index + 1 : index + 6]
+                    if re.match(r"^[\w.$]+(Exception|Error): ", text)
+                ),
+                "",
+            )
+            return f"the JUnit {match.group(1)} engine failed to discover tests" + (
+                f": {cause}" if cause else ""
+            )
+    return ""
 
 
 def _pit_error(log: ExecResult) -> str:

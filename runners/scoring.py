@@ -61,8 +61,9 @@ from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
 from .judge_tree import judge_tree
+from .maven import LauncherFailed
 from .mutation import MutationResult
-from .results import Outcome
+from .results import Outcome, TestResult
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
 from .sides import Side
@@ -269,8 +270,16 @@ def judge(
     def side(built: BuiltRevision, name: str) -> Side:
         return _judge_side(task, built, repo_path, given, scratch / name)
 
-    with _closing(side(new, "judge-new")) as new_side:
-        new_run = new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
+    try:
+        with _closing(side(new, "judge-new")) as new_side:
+            new_run = new_side.run_cross(
+                task.test_file, content, list(ids.values()), tag, timeout, coverage=True
+            )
+    except LauncherFailed as exc:
+        # The gold ran here (the gold check): what broke the test launcher is the agent's file.
+        return Verdict(
+            {m: _outcome("exec_fail", f"the agent's tests broke the launcher: {exc}") for m in ids}, None
+        )
     on_new = {r.test: r for r in new_run.results}
     passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
     started = time.monotonic()
@@ -283,9 +292,12 @@ def judge(
     mutation_seconds = time.monotonic() - started
     on_old = {}
     if old is not None:
-        with _closing(side(old, "judge-old")) as old_side:
-            old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
-        on_old = {r.test: r for r in old_run.results}
+        try:
+            with _closing(side(old, "judge-old")) as old_side:
+                old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
+            on_old = {r.test: r for r in old_run.results}
+        except LauncherFailed as exc:
+            on_old = {test: TestResult(test, Outcome.ERROR, str(exc)) for test in ids.values()}
     outcomes: dict[str, dict[str, Any]] = {}
     covered: dict[str, set[int]] = {}
     for method, test in ids.items():

@@ -229,6 +229,8 @@ def pom(
 
 JUPITER_DEPS = [("org.junit.jupiter", "junit-jupiter", JUNIT_JUPITER, "test")]
 JUNIT4_DEPS = [("junit", "junit", JUNIT4, "test")]
+JUNIT_DEP_DEPS = [("junit", "junit-dep", "4.10", "test")]
+"""JUnit 4.10 as old projects took it: ``junit-dep``, older than the JUnit 4.12 the vintage engine needs."""
 
 
 def write(root: Path, files: dict[str, str]) -> Path:
@@ -274,6 +276,18 @@ def junit4_project(root: Path) -> Path:
             "src/main/java/demo/Calc.java": CALC,
             "src/test/java/demo/CalcTest.java": JUNIT4_TEST,
             "src/test/java/demo/AddZeroTest.java": JUNIT4_PARAMETERIZED_TEST,
+        },
+    )
+
+
+def junit_dep_project(root: Path) -> Path:
+    """JUnit 4.10 from ``junit:junit-dep`` (the vintage engine refuses JUnit 4 before 4.12)."""
+    return write(
+        root,
+        {
+            "pom.xml": pom("calc-dep", JUNIT_DEP_DEPS, release="8"),
+            "src/main/java/demo/Calc.java": CALC,
+            "src/test/java/demo/CalcTest.java": JUNIT4_TEST,
         },
     )
 

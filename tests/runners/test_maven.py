@@ -550,3 +550,28 @@ def test_a_missing_dependency_is_a_failed_build_naming_it(tmp_path: Path) -> Non
     assert not built.result.ok
     assert "\n" not in built.result.message
     assert "demo:does-not-exist:jar:1.0" in built.result.message
+
+
+def test_an_engine_that_fails_to_discover_is_a_launcher_failure_with_its_cause() -> None:
+    """The console launcher's own report when the vintage engine refuses JUnit 4.10 (saved from a
+    real run): no test is "absent", the harness failed, and says why."""
+    from runners.maven import _discovery_failure
+    from runners.sandbox import ExecResult
+
+    stderr = (
+        "Dec 01, 2026 3:41:19 AM org.junit.platform.launcher.listeners.discovery."
+        "LoggingLauncherDiscoveryListener engineDiscoveryFinished\n"
+        "SEVERE: TestEngine with ID 'junit-vintage' failed to discover tests\n"
+        "org.junit.platform.commons.JUnitException: Unsupported version of junit:junit: 4.10. "
+        "Please upgrade to version 4.12 or later.\n"
+        "\tat org.junit.vintage.engine.JUnit4VersionCheck.checkSupported(JUnit4VersionCheck.java:49)\n"
+    )
+    stdout = (
+        "Failures (1):\n  junit-vintage\n    => org.junit.platform.commons.JUnitException: "
+        "TestEngine with ID 'junit-vintage' failed to discover tests\n"
+    )
+    assert _discovery_failure(ExecResult(1, stdout, stderr, 0.5)) == (
+        "the JUnit junit-vintage engine failed to discover tests: org.junit.platform.commons.JUnitException: "
+        "Unsupported version of junit:junit: 4.10. Please upgrade to version 4.12 or later."
+    )
+    assert _discovery_failure(ExecResult(0, "[ 2 tests successful ]\n", "", 0.5)) == ""

@@ -105,3 +105,39 @@ def test_where_the_gold_does_not_pass_no_agent_is_judged(
             session.delete(check)  # the same environment key: forget the verdict to check again
     assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
     assert _runs(db, "gold")[task.id].success_rate == 1.0
+
+
+@pytest.mark.maven
+def test_a_junit_4_10_project_runs_curates_and_scores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``junit:junit-dep:4.10``: the vintage engine refuses JUnit 4 before 4.12, so coevo runs its
+    tests with the launcher's own JUnit 4; its task is curated and the gold scores 100."""
+    from tests.curation.histories import MAIN, TEST, _java_class, _m
+    from tests.runners.maven_projects import JUNIT_DEP_DEPS, pom
+
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    test = (
+        "package demo;\n\nimport static org.junit.Assert.assertEquals;\n\nimport org.junit.Test;\n\n"
+        "public class SubtractorTest {\n    @Test\n    public void subtracts() {\n"
+        "        assertEquals(1, new Subtractor().subtract(3, 2));\n    }\n}\n"
+    )
+    repo = GitRepo(tmp_path / "old-junit")
+    repo.commit("initial", "2012-03-01T10:00:00+00:00", {
+        "pom.xml": pom("old", JUNIT_DEP_DEPS, release="8"),
+        f"{MAIN}/Adder.java": _java_class("Adder", _m("public int add(int a, int b)", "return a + b;")),
+    })  # fmt: skip
+    subtract = _m("public int subtract(int a, int b)", "return a - b;")
+    repo.commit("subtract", "2012-03-02T10:00:00+00:00", {
+        f"{MAIN}/Subtractor.java": _java_class("Subtractor", subtract),
+        f"{TEST}/SubtractorTest.java": test,
+    })  # fmt: skip
+    db = tmp_path / "c.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="java"))
+    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
+    with open_store(db).session() as session:
+        (task,) = session.exec(select(Task)).all()
+    assert task.test_ids == ["demo.SubtractorTest#subtracts"]
+    assert score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local")).errors == {}
+    run = _runs(db, "gold")[task.id]
+    assert (run.pass_rate, run.success_rate) == (1.0, 1.0), run.outcomes
