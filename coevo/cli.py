@@ -68,6 +68,17 @@ def parse_date(value: str | None, option: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _store(db: str | None, *, write: bool) -> Store:
+    """The store, opened now so a fault ends the command before any work. A read command
+    (``write=False``) never creates a store; a wait for another process's lock says so on a terminal."""
+    return open_store(db, create=write, waiting=_notice).open()
+
+
+def _notice(line: str) -> None:
+    if err.is_terminal:
+        err.print(f"{line}…", highlight=False, markup=False)
+
+
 def _common(command: Callable[..., None]) -> Callable[..., None]:
     """The options every command takes: the database and JSON output."""
     command = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(command)
@@ -229,8 +240,8 @@ def run(
 
     Example: coevo run ./my-repo --since 2024-01-01
     """
-    store = open_store(db)
     since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
+    store = _store(db, write=True)
     request = (
         curation.CurateRequest(
             reruns=reruns,
@@ -325,7 +336,6 @@ def curate_command(
 
     Example: coevo curate --repo gson --since 2024-01-01 --backend docker
     """
-    store = open_store(db)
     request = curation.CurateRequest(
         repository=repo,
         since=parse_date(since, "--since"),
@@ -338,6 +348,7 @@ def curate_command(
         max_span_hours=max_span_hours,
         base_images=_base_images(base_images),
     )
+    store = _store(db, write=True)
     with _curation_progress(as_json) as progress:
         report = curation.curate(store, request, progress)
     _print_curation(report, as_json)
@@ -353,7 +364,7 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
 
     Example: coevo funnel --json
     """
-    overall, per_repo = curation.funnel(open_store(db), repo)
+    overall, per_repo = curation.funnel(_store(db, write=False), repo)
     if as_json:
         payload = {
             "overall": overall.as_json(),
@@ -465,7 +476,7 @@ def score_command(
         raise click.UsageError("give --after or --model-cutoff, not both")
     agent = find_agent(agent_name, agents_file, agent_cmd)
     cutoff = parse_date(after, "--after")
-    store = open_store(db)
+    store = _store(db, write=True)
     runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
     resolved = _backend(
         backend,
@@ -517,7 +528,8 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
 
     Example: coevo leaderboard --after 2025-06-01
     """
-    standings = scoring.leaderboard(open_store(db), parse_date(after, "--after"))
+    cutoff = parse_date(after, "--after")
+    standings = scoring.leaderboard(_store(db, write=False), cutoff)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return
@@ -550,7 +562,7 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
 
     Example: coevo show-run my-agent gen-0123456789abcdef
     """
-    with open_store(db).session() as session:
+    with _store(db, write=False).session() as session:
         run = session.exec(select(AgentRun).where(AgentRun.agent == agent, AgentRun.task_id == task)).first()
     if run is None:
         raise CoevoError(f"no run of agent {agent!r} on task {task!r}")
@@ -631,8 +643,8 @@ def mine_command(
 
     REPO is a local path or a clone URL. Example: coevo mine ./my-repo --since 2024-01-01
     """
-    store = open_store(db)
     request_since, request_until = parse_date(since, "--since"), parse_date(until, "--until")
+    store = _store(db, write=True)
     runs: list[MiningRun] = []
     with _progress(as_json) as progress:
         for location in repos:
@@ -679,12 +691,13 @@ def candidates(
 
     Example: coevo candidates --kind inserted --json
     """
+    since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
     listing = list_candidates(
-        open_store(db),
+        _store(db, write=False),
         repository=repo,
         kind=TestChangeKind(kind) if kind else None,
-        since=parse_date(since, "--since"),
-        until=parse_date(until, "--until"),
+        since=since_date,
+        until=until_date,
         limit=limit if limit > 0 else None,
     )
     if as_json:

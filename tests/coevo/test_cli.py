@@ -54,10 +54,17 @@ def test_unknown_option_and_bad_date_are_one_line(tmp_path: Path) -> None:
 
 
 def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
-    result = coevo("candidates", "--db", str(tmp_path / "no" / "such" / "c.db"))
+    repo = java_history(tmp_path / "calc")
+    result = coevo("mine", str(repo.path), "--db", str(tmp_path / "no" / "such" / "c.db"))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"error: cannot create the database {tmp_path}/no/such/c.db: its folder does not exist"
+    ]
+    result = coevo("candidates", "--db", str(tmp_path / "no" / "such" / "c.db"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: no coevo store at {tmp_path}/no/such/c.db: check --db (or $COEVO_DB), "
+        "or create one with coevo mine REPO"
     ]
 
 
