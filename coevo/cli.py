@@ -668,6 +668,10 @@ def mine_command(
     _print_runs(store, runs, as_json, {})
 
 
+_TEXT_LIMIT = 50
+"""Rows a text listing shows unless --limit says otherwise; JSON gives every row."""
+
+
 @app.command()
 @click.option("--repo", help="Only this repository (its name).")
 @click.option(
@@ -676,14 +680,18 @@ def mine_command(
     help="Only this change kind.",
 )
 @_window
-@click.option("--limit", type=int, default=50, show_default=True, help="Show at most this many; 0 for all.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    help=f"Show at most this many; 0 for all [default: {_TEXT_LIMIT} in text, all in JSON].",
+)
 @_common
 def candidates(
     repo: str | None,
     kind: str | None,
     since: str | None,
     until: str | None,
-    limit: int,
+    limit: int | None,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -692,13 +700,15 @@ def candidates(
     Example: coevo candidates --kind inserted --json
     """
     since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
+    if limit is None:
+        limit = 0 if as_json else _TEXT_LIMIT
     listing = list_candidates(
         _store(db, write=False),
         repository=repo,
         kind=TestChangeKind(kind) if kind else None,
         since=since_date,
         until=until_date,
-        limit=limit if limit > 0 else None,
+        limit=limit or None,
     )
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
@@ -724,8 +734,11 @@ def candidates(
     if listing.candidates:
         out.print(table)
     counts = ", ".join(f"{n} {k}" for k, n in listing.by_kind.items()) or "none"
-    shown = f" (showing {len(listing.candidates)})" if len(listing.candidates) < listing.total else ""
-    out.print(f"{listing.total} candidates{shown}: {counts}", highlight=False)
+    left_out = listing.total - len(listing.candidates)
+    shown = ""
+    if left_out:
+        shown = f" — showing {len(listing.candidates)}, {left_out} left out (--limit 0 shows all)"
+    out.print(f"{listing.total} candidates: {counts}{shown}", highlight=False)
 
 
 @app.group()
