@@ -415,7 +415,9 @@ def _curate_bar(
 
 def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], None]) -> miner.Progress:
     return miner.Progress(
-        start=lambda name, total: start(f"mining {name}", total, "commits"), advance=advance
+        start=lambda name, total: start(f"mining {name}", total, "commits"),
+        advance=advance,
+        warn=lambda message: err.print(f"warning: {message}", highlight=False, markup=False),
     )
 
 
