@@ -198,31 +198,33 @@ class CommitAnalyzer:
         skips: list[SkipRecord] = []
         production_paths: set[str] = set()
         for change in self._blob_changes(plan):
-            role = self.patterns.role(change.new_path or change.old_path or "")
+            # Each side counts only if its name at that revision is the language's: a file renamed
+            # from ``.yml`` to ``.py`` is new code, not an old version to parse as Python.
+            old_path = change.old_path if change.old_blob and self._is_source(change.old_path) else None
+            new_path = change.new_path if change.new_blob and self._is_source(change.new_path) else None
+            role = self.patterns.role(new_path or old_path or "")
             if role is FileRole.OTHER:
                 continue
             try:
-                old = self._parse(change.old_blob) if change.old_blob else None
+                old = self._parse(change.old_blob) if old_path and change.old_blob else None
             except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev1, change.old_path or "", "syntax_error", str(exc)))
+                skips.append(SkipRecord(plan.rev1, old_path or "", "syntax_error", str(exc)))
                 continue
             try:
-                new = self._parse(change.new_blob) if change.new_blob else None
+                new = self._parse(change.new_blob) if new_path and change.new_blob else None
             except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev2.sha, change.new_path or "", "syntax_error", str(exc)))
+                skips.append(SkipRecord(plan.rev2.sha, new_path or "", "syntax_error", str(exc)))
                 continue
-            deltas = method_deltas(old, new, change.old_path, change.new_path)
+            deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
-                path = change.new_path or change.old_path or ""
-                changed = [_FileMethod(path, change.old_path, d) for d in deltas if d.changed]
+                path = new_path or old_path or ""
+                changed = [_FileMethod(path, old_path, d) for d in deltas if d.changed]
                 production += changed
                 if changed:
-                    production_paths.update(p for p in (change.old_path, change.new_path) if p)
-            elif change.new_path is not None:
+                    production_paths.update(p for p in (old_path, new_path) if p)
+            elif new_path is not None:
                 tests += [
-                    _FileMethod(change.new_path, change.old_path, d)
-                    for d in deltas
-                    if d.new is not None and d.new.is_test
+                    _FileMethod(new_path, old_path, d) for d in deltas if d.new is not None and d.new.is_test
                 ]
         return production, tests, tuple(skips), sorted(production_paths)
 
@@ -254,6 +256,9 @@ class CommitAnalyzer:
         return diff_blobs(
             self.path, plan.rev1, plan.rev2.sha, paths if len(paths) <= _MAX_DIFF_PATHS else None
         )
+
+    def _is_source(self, path: str | None) -> bool:
+        return path is not None and path.endswith(self.language.suffixes)
 
     def _parse(self, blob: str) -> ParsedFile:
         return self.cache.parse(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from sqlmodel import select
 
@@ -16,6 +18,7 @@ from tasks import (
     Store,
     open_store,
 )
+from tests.gitrepo import GitRepo
 from tests.miner.histories import ARITH_PY_TEST, CORE_TEST, python_history
 
 STACK_TEST = "tests/test_stack.py"
@@ -147,3 +150,38 @@ def test_unparseable_and_undecodable_files_are_recorded_skips(
     ]
     legacy = next(k for k in skips if k.path == "calc/legacy.py")
     assert "utf-8" in legacy.detail.lower()
+
+
+YAML_LINES = "".join(f"- key{n}: [{n}, {n + 1}]\n  nested{n}: value {n}\n" for n in range(12))
+
+
+def test_a_side_is_parsed_only_when_its_name_then_is_python(tmp_path: Path) -> None:
+    """A ``.yml`` renamed to ``.py`` (git sees a rename: the lines live on in a string) is a new
+    Python file, not an old one with a syntax error; a ``.py`` renamed away loses its functions."""
+    repo = GitRepo(tmp_path / "renames")
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x + x\n",
+        "calc/legacy.py": "def old_helper():\n    return 1\n",
+        "tests/data.yml": YAML_LINES,
+    })  # fmt: skip
+    repo.commit("renames", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return 2 * x\n",
+        "tests/test_data.py": f'from calc.core import double\n\nDATA = """\n{YAML_LINES}"""\n\n\n'
+        "def test_double():\n    assert double(2) == 4\n",
+    }, renames={"tests/data.yml": "tests/test_data.py", "calc/legacy.py": "calc/legacy.txt"})  # fmt: skip
+    status = repo.git("show", "--name-status", "-M", "--format=", "HEAD")
+    assert "R" in status.split("tests/data.yml")[0].splitlines()[-1]  # git saw the rename
+    store = open_store(tmp_path / "coevo.db")
+    mine(store, MineRequest(location=str(repo.path)))
+    with store.session() as s:
+        candidates = s.exec(select(Candidate)).all()
+        changes = s.exec(select(MethodChange)).all()
+        skips = s.exec(select(Skip)).all()
+    assert skips == []
+    assert [(c.test_file, c.old_test_file, c.test_method, c.change_kind) for c in candidates] == [
+        ("tests/test_data.py", None, "test_double", "inserted")
+    ]
+    assert sorted((c.file, c.old_file, c.method, c.kind) for c in changes) == [
+        ("calc/core.py", "calc/core.py", "double", "changed"),
+        ("calc/legacy.py", "calc/legacy.py", "old_helper", "removed"),
+    ]
