@@ -205,15 +205,11 @@ class CommitAnalyzer:
             role = self.patterns.role(new_path or old_path or "")
             if role is FileRole.OTHER:
                 continue
-            try:
-                old = self._parse(change.old_blob) if old_path and change.old_blob else None
-            except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev1, old_path or "", "syntax_error", str(exc)))
-                continue
-            try:
-                new = self._parse(change.new_blob) if new_path and change.new_blob else None
-            except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev2.sha, new_path or "", "syntax_error", str(exc)))
+            # Both sides are tried, so each revision of a file that stays broken names itself.
+            old, old_skip = self._parsed(plan.rev1, old_path, change.old_blob)
+            new, new_skip = self._parsed(plan.rev2.sha, new_path, change.new_blob)
+            if old_skip or new_skip:
+                skips += [skip for skip in (old_skip, new_skip) if skip is not None]
                 continue
             deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
@@ -259,6 +255,17 @@ class CommitAnalyzer:
 
     def _is_source(self, path: str | None) -> bool:
         return path is not None and path.endswith(self.language.suffixes)
+
+    def _parsed(
+        self, sha: str, path: str | None, blob: str | None
+    ) -> tuple[ParsedFile | None, SkipRecord | None]:
+        """One side of a changed file: its parse (None where it is no source), or why not."""
+        if path is None or blob is None:
+            return None, None
+        try:
+            return self._parse(blob), None
+        except SourceSyntaxError as exc:
+            return None, SkipRecord(sha, path, "syntax_error", str(exc))
 
     def _parse(self, blob: str) -> ParsedFile:
         return self.cache.parse(

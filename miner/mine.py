@@ -38,7 +38,7 @@ from tasks import (
     utcnow,
 )
 
-from .analysis import CommitAnalyzer, CommitRecord, failed_record
+from .analysis import CommitAnalyzer, CommitRecord, SkipRecord, failed_record
 from .files import FilePatterns, FileRole
 from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
@@ -352,14 +352,7 @@ class Miner:
             )
         )
         if record.skips:
-            session.execute(
-                _table(Skip).insert(),
-                [
-                    {"repository_id": repo_id, "sha": k.sha, "path": k.path, "reason": k.reason,
-                     "detail": k.detail}
-                    for k in record.skips
-                ],
-            )  # fmt: skip
+            self._write_skips(session, record.skips)
         if record.pair is not None and record.candidates:
             self._write_pair(session, record, metadata)
             counts.pairs += 1
@@ -379,6 +372,32 @@ class Miner:
         )
         counts.skipped_files += sum(1 for k in record.skips if k.path)
         counts.failed += outcome is CommitOutcome.ERROR
+
+    def _write_skips(self, session: Session, skips: tuple[SkipRecord, ...]) -> None:
+        """Writes the skips not stored yet: a file that stays broken is met again as the next
+        pair's old version, and a commit mined again meets its own skips again."""
+        repo_id = self._repo_id
+        stored = set(
+            session.execute(
+                select(Skip.sha, Skip.path, Skip.reason).where(
+                    col(Skip.repository_id) == repo_id, col(Skip.sha).in_({k.sha for k in skips})
+                )
+            ).all()
+        )
+        new: dict[tuple[str, str, str], SkipRecord] = {}
+        for skip in skips:
+            key = (skip.sha, skip.path, skip.reason)
+            if key not in stored:
+                new.setdefault(key, skip)
+        if new:
+            session.execute(
+                _table(Skip).insert(),
+                [
+                    {"repository_id": repo_id, "sha": k.sha, "path": k.path, "reason": k.reason,
+                     "detail": k.detail}
+                    for k in new.values()
+                ],
+            )  # fmt: skip
 
     def _metadata(self, rev1_sha: str, rev2_sha: str) -> dict[str, Any]:
         """Dates, authors and message of a pair's commits, read with PyDriller.

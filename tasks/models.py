@@ -233,6 +233,8 @@ class FocalLink(SQLModel, table=True):
 class Skip(SQLModel, table=True):
     """A file or commit the miner passed over, and why: nothing bad in a repository stops a run."""
 
+    __table_args__ = (UniqueConstraint("repository_id", "sha", "path", "reason"),)
+
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repository.id", index=True)
     sha: str = Field(index=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,39 @@ def test_a_side_is_parsed_only_when_its_name_then_is_python(tmp_path: Path) -> N
         ("calc/core.py", "calc/core.py", "double", "changed"),
         ("calc/legacy.py", "calc/legacy.py", "old_helper", "removed"),
     ]
+
+
+def test_a_file_that_stays_broken_is_one_skip_row_even_mined_again(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "broken")
+    test = "from calc.core import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x + x\n", "tests/test_core.py": test,
+    })  # fmt: skip
+    repo.commit("breaks", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return 2 * x\n",
+        "calc/broken.py": "def broken(:\n    pass\n",
+        "tests/test_core.py": test + "\n\ndef test_zero():\n    assert double(0) == 0\n",
+    })  # fmt: skip
+    repo.commit("still broken", "2024-05-03T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x * 2\n",
+        "calc/broken.py": "def broken(:\n    return 1\n",
+        "tests/test_core.py": test + "\n\ndef test_zero():\n    assert double(0) == 0 * 2\n",
+    })  # fmt: skip
+    store = open_store(tmp_path / "coevo.db")
+
+    def skips() -> list[tuple[str, str, str]]:
+        with store.session() as s:
+            return sorted((_label(repo.shas, k.sha), k.path, k.reason) for k in s.exec(select(Skip)).all())
+
+    # The first run stops before the second break: the second run meets "breaks" again as its
+    # pair's old version, in another transaction.
+    mine(store, MineRequest(location=str(repo.path), until=datetime(2024, 5, 2, 12, tzinfo=UTC)))
+    assert skips() == [("breaks", "calc/broken.py", "syntax_error")]
+    mine(store, MineRequest(location=str(repo.path)))
+    expected = [
+        ("breaks", "calc/broken.py", "syntax_error"),
+        ("still broken", "calc/broken.py", "syntax_error"),
+    ]
+    assert skips() == expected
+    mine(store, MineRequest(location=str(repo.path), since=datetime(2024, 4, 1, tzinfo=UTC)))
+    assert skips() == expected
