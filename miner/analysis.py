@@ -57,6 +57,10 @@ class CandidateRecord:
     """(index into the commit's method changes, provenance)."""
 
 
+SYNTAX_WARNING = "syntax_warning"
+"""The reason of a note, not a skip: the file was parsed, and its parser warned (the detail says what)."""
+
+
 @dataclass(frozen=True)
 class SkipRecord:
     sha: str
@@ -211,6 +215,9 @@ class CommitAnalyzer:
             if old_skip or new_skip:
                 skips += [skip for skip in (old_skip, new_skip) if skip is not None]
                 continue
+            for sha, path, parsed in ((plan.rev1, old_path, old), (plan.rev2.sha, new_path, new)):
+                if parsed is not None and parsed.warnings and path is not None:
+                    skips.append(SkipRecord(sha, path, SYNTAX_WARNING, "; ".join(parsed.warnings)))
             deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
                 path = new_path or old_path or ""

@@ -38,7 +38,7 @@ from tasks import (
     utcnow,
 )
 
-from .analysis import CommitAnalyzer, CommitRecord, SkipRecord, failed_record
+from .analysis import SYNTAX_WARNING, CommitAnalyzer, CommitRecord, SkipRecord, failed_record
 from .files import FilePatterns, FileRole
 from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
@@ -370,7 +370,7 @@ class Miner:
                 run_id=run.id,
             )
         )
-        counts.skipped_files += sum(1 for k in record.skips if k.path)
+        counts.skipped_files += sum(1 for k in record.skips if k.path and k.reason != SYNTAX_WARNING)
         counts.failed += outcome is CommitOutcome.ERROR
 
     def _write_skips(self, session: Session, skips: tuple[SkipRecord, ...]) -> None:

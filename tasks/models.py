@@ -231,7 +231,10 @@ class FocalLink(SQLModel, table=True):
 
 
 class Skip(SQLModel, table=True):
-    """A file or commit the miner passed over, and why: nothing bad in a repository stops a run."""
+    """A file or commit the miner passed over, and why: nothing bad in a repository stops a run.
+
+    Reason ``syntax_warning`` is a note on a file that was parsed: what its parser warned about.
+    """
 
     __table_args__ = (UniqueConstraint("repository_id", "sha", "path", "reason"),)
 

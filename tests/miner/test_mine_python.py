@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -222,3 +225,32 @@ def test_a_file_that_stays_broken_is_one_skip_row_even_mined_again(tmp_path: Pat
     assert skips() == expected
     mine(store, MineRequest(location=str(repo.path), since=datetime(2024, 4, 1, tzinfo=UTC)))
     assert skips() == expected
+
+
+_LOUD = "always::SyntaxWarning,always::DeprecationWarning"
+"""Warnings a default Python might hide, shown: the test holds on every version."""
+
+
+def test_parser_warnings_are_recorded_and_never_printed(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "escapes")
+    core = "import re\n\n\ndef digits(text):\n    return re.findall('\\d+', text)\n"
+    test = "from calc.core import digits\n\n\ndef test_digits():\n    assert digits('a1') == ['1']\n"
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {"calc/core.py": core, "tests/test_core.py": test})
+    repo.commit("more", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": core.replace("'\\d+'", "'\\d+|\\w'"),
+        "tests/test_core.py": test + "\n\ndef test_word():\n    assert digits('a') == ['a']\n",
+    })  # fmt: skip
+    db = tmp_path / "coevo.db"
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "coevo"), "mine", str(repo.path), "--db", str(db)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": _LOUD}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stderr == ""
+    assert "2 candidates, 0 files skipped" in result.stdout
+    with open_store(db).session() as s:
+        notes = s.exec(select(Skip)).all()
+    assert sorted((_label(repo.shas, k.sha), k.path, k.reason) for k in notes) == [
+        ("initial", "calc/core.py", "syntax_warning"),  # the old side of the pair
+        ("more", "calc/core.py", "syntax_warning"),
+    ]
+    assert all(k.detail.startswith("line 5: invalid escape sequence '\\d'") for k in notes)
