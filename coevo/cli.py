@@ -68,6 +68,17 @@ def parse_date(value: str | None, option: str) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
+def _store(db: str | None, *, write: bool) -> Store:
+    """The store, opened now so a fault ends the command before any work. A read command
+    (``write=False``) never creates a store; a wait for another process's lock says so on a terminal."""
+    return open_store(db, create=write, waiting=_notice).open()
+
+
+def _notice(line: str) -> None:
+    if err.is_terminal:
+        err.print(f"{line}…", highlight=False, markup=False)
+
+
 def _common(command: Callable[..., None]) -> Callable[..., None]:
     """The options every command takes: the database and JSON output."""
     command = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")(command)
@@ -229,8 +240,8 @@ def run(
 
     Example: coevo run ./my-repo --since 2024-01-01
     """
-    store = open_store(db)
     since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
+    store = _store(db, write=True)
     request = (
         curation.CurateRequest(
             reruns=reruns,
@@ -335,7 +346,6 @@ def curate_command(
 
     Example: coevo curate --repo gson --since 2024-01-01 --backend docker
     """
-    store = open_store(db)
     request = curation.CurateRequest(
         repository=repo,
         since=parse_date(since, "--since"),
@@ -349,6 +359,7 @@ def curate_command(
         max_span_hours=max_span_hours,
         base_images=_base_images(base_images),
     )
+    store = _store(db, write=True)
     with _curation_progress(as_json) as progress:
         report = curation.curate(store, request, progress)
     _print_curation(report, as_json)
@@ -364,7 +375,7 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
 
     Example: coevo funnel --json
     """
-    overall, per_repo = curation.funnel(open_store(db), repo)
+    overall, per_repo = curation.funnel(_store(db, write=False), repo)
     if as_json:
         payload = {
             "overall": overall.as_json(),
@@ -415,7 +426,9 @@ def _curate_bar(
 
 def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], None]) -> miner.Progress:
     return miner.Progress(
-        start=lambda name, total: start(f"mining {name}", total, "commits"), advance=advance
+        start=lambda name, total: start(f"mining {name}", total, "commits"),
+        advance=advance,
+        warn=lambda message: err.print(f"warning: {message}", highlight=False, markup=False),
     )
 
 
@@ -476,7 +489,7 @@ def score_command(
         raise click.UsageError("give --after or --model-cutoff, not both")
     agent = find_agent(agent_name, agents_file, agent_cmd)
     cutoff = parse_date(after, "--after")
-    store = open_store(db)
+    store = _store(db, write=True)
     runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
     resolved = _backend(
         backend,
@@ -528,7 +541,8 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
 
     Example: coevo leaderboard --after 2025-06-01
     """
-    standings = scoring.leaderboard(open_store(db), parse_date(after, "--after"))
+    cutoff = parse_date(after, "--after")
+    standings = scoring.leaderboard(_store(db, write=False), cutoff)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return
@@ -561,7 +575,7 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
 
     Example: coevo show-run my-agent gen-0123456789abcdef
     """
-    with open_store(db).session() as session:
+    with _store(db, write=False).session() as session:
         run = session.exec(select(AgentRun).where(AgentRun.agent == agent, AgentRun.task_id == task)).first()
     if run is None:
         raise CoevoError(f"no run of agent {agent!r} on task {task!r}")
@@ -642,8 +656,8 @@ def mine_command(
 
     REPO is a local path or a clone URL. Example: coevo mine ./my-repo --since 2024-01-01
     """
-    store = open_store(db)
     request_since, request_until = parse_date(since, "--since"), parse_date(until, "--until")
+    store = _store(db, write=True)
     runs: list[MiningRun] = []
     with _progress(as_json) as progress:
         for location in repos:
@@ -667,6 +681,10 @@ def mine_command(
     _print_runs(store, runs, as_json, {})
 
 
+_TEXT_LIMIT = 50
+"""Rows a text listing shows unless --limit says otherwise; JSON gives every row."""
+
+
 @app.command()
 @click.option("--repo", help="Only this repository (its name).")
 @click.option(
@@ -675,14 +693,18 @@ def mine_command(
     help="Only this change kind.",
 )
 @_window
-@click.option("--limit", type=int, default=50, show_default=True, help="Show at most this many; 0 for all.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    help=f"Show at most this many; 0 for all [default: {_TEXT_LIMIT} in text, all in JSON].",
+)
 @_common
 def candidates(
     repo: str | None,
     kind: str | None,
     since: str | None,
     until: str | None,
-    limit: int,
+    limit: int | None,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -690,13 +712,16 @@ def candidates(
 
     Example: coevo candidates --kind inserted --json
     """
+    since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
+    if limit is None:
+        limit = 0 if as_json else _TEXT_LIMIT
     listing = list_candidates(
-        open_store(db),
+        _store(db, write=False),
         repository=repo,
         kind=TestChangeKind(kind) if kind else None,
-        since=parse_date(since, "--since"),
-        until=parse_date(until, "--until"),
-        limit=limit if limit > 0 else None,
+        since=since_date,
+        until=until_date,
+        limit=limit or None,
     )
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
@@ -722,8 +747,11 @@ def candidates(
     if listing.candidates:
         out.print(table)
     counts = ", ".join(f"{n} {k}" for k, n in listing.by_kind.items()) or "none"
-    shown = f" (showing {len(listing.candidates)})" if len(listing.candidates) < listing.total else ""
-    out.print(f"{listing.total} candidates{shown}: {counts}", highlight=False)
+    left_out = listing.total - len(listing.candidates)
+    shown = ""
+    if left_out:
+        shown = f" — showing {len(listing.candidates)}, {left_out} left out (--limit 0 shows all)"
+    out.print(f"{listing.total} candidates: {counts}{shown}", highlight=False)
 
 
 @app.group()

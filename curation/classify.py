@@ -15,8 +15,9 @@ from tasks import DropReason, Label, TestChangeKind, Track
 
 from .matrix import FLAKY
 
-FAILING = frozenset({"fail", "error", "compile_error", "absent"})
-"""Outcomes that count as "the test does not pass" in a discriminating cell."""
+FAILING = frozenset({"fail", "error", "compile_error", "absent", "xfail"})
+"""Outcomes that count as "the test does not pass" in a discriminating cell (an expected failure
+ran and failed; a skipped test says nothing, and a cell that must pass asks for ``pass`` itself)."""
 TRACKS = {Label.TEST_GENERATION: Track.GENERATION, Label.TEST_UPDATE_POSITIVE: Track.UPDATE}
 """The classes that become tasks, and their tracks; the other classes are kept as records."""
 

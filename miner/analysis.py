@@ -57,6 +57,10 @@ class CandidateRecord:
     """(index into the commit's method changes, provenance)."""
 
 
+SYNTAX_WARNING = "syntax_warning"
+"""The reason of a note, not a skip: the file was parsed, and its parser warned (the detail says what)."""
+
+
 @dataclass(frozen=True)
 class SkipRecord:
     sha: str
@@ -198,31 +202,32 @@ class CommitAnalyzer:
         skips: list[SkipRecord] = []
         production_paths: set[str] = set()
         for change in self._blob_changes(plan):
-            role = self.patterns.role(change.new_path or change.old_path or "")
+            # Each side counts only if its name at that revision is the language's: a file renamed
+            # from ``.yml`` to ``.py`` is new code, not an old version to parse as Python.
+            old_path = change.old_path if change.old_blob and self._is_source(change.old_path) else None
+            new_path = change.new_path if change.new_blob and self._is_source(change.new_path) else None
+            role = self.patterns.role(new_path or old_path or "")
             if role is FileRole.OTHER:
                 continue
-            try:
-                old = self._parse(change.old_blob) if change.old_blob else None
-            except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev1, change.old_path or "", "syntax_error", str(exc)))
+            # Both sides are tried, so each revision of a file that stays broken names itself.
+            old, old_skip = self._parsed(plan.rev1, old_path, change.old_blob)
+            new, new_skip = self._parsed(plan.rev2.sha, new_path, change.new_blob)
+            if old_skip or new_skip:
+                skips += [skip for skip in (old_skip, new_skip) if skip is not None]
                 continue
-            try:
-                new = self._parse(change.new_blob) if change.new_blob else None
-            except SourceSyntaxError as exc:
-                skips.append(SkipRecord(plan.rev2.sha, change.new_path or "", "syntax_error", str(exc)))
-                continue
-            deltas = method_deltas(old, new, change.old_path, change.new_path)
+            for sha, path, parsed in ((plan.rev1, old_path, old), (plan.rev2.sha, new_path, new)):
+                if parsed is not None and parsed.warnings and path is not None:
+                    skips.append(SkipRecord(sha, path, SYNTAX_WARNING, "; ".join(parsed.warnings)))
+            deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
-                path = change.new_path or change.old_path or ""
-                changed = [_FileMethod(path, change.old_path, d) for d in deltas if d.changed]
+                path = new_path or old_path or ""
+                changed = [_FileMethod(path, old_path, d) for d in deltas if d.changed]
                 production += changed
                 if changed:
-                    production_paths.update(p for p in (change.old_path, change.new_path) if p)
-            elif change.new_path is not None:
+                    production_paths.update(p for p in (old_path, new_path) if p)
+            elif new_path is not None:
                 tests += [
-                    _FileMethod(change.new_path, change.old_path, d)
-                    for d in deltas
-                    if d.new is not None and d.new.is_test
+                    _FileMethod(new_path, old_path, d) for d in deltas if d.new is not None and d.new.is_test
                 ]
         return production, tests, tuple(skips), sorted(production_paths)
 
@@ -254,6 +259,20 @@ class CommitAnalyzer:
         return diff_blobs(
             self.path, plan.rev1, plan.rev2.sha, paths if len(paths) <= _MAX_DIFF_PATHS else None
         )
+
+    def _is_source(self, path: str | None) -> bool:
+        return path is not None and path.endswith(self.language.suffixes)
+
+    def _parsed(
+        self, sha: str, path: str | None, blob: str | None
+    ) -> tuple[ParsedFile | None, SkipRecord | None]:
+        """One side of a changed file: its parse (None where it is no source), or why not."""
+        if path is None or blob is None:
+            return None, None
+        try:
+            return self._parse(blob), None
+        except SourceSyntaxError as exc:
+            return None, SkipRecord(sha, path, "syntax_error", str(exc))
 
     def _parse(self, blob: str) -> ParsedFile:
         return self.cache.parse(

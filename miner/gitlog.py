@@ -58,6 +58,11 @@ def git(repo: Path, *args: str) -> str:
     return result.stdout
 
 
+def is_shallow(repo: Path) -> bool:
+    """Whether ``repo`` is a shallow clone: its history stops at commits whose parents it lacks."""
+    return git(repo, "rev-parse", "--is-shallow-repository").strip() == "true"
+
+
 def log_args(revisions: list[str], since: datetime | None, until: datetime | None) -> list[str]:
     """The revision and date arguments shared by the log pass and its commit count."""
     args = [*revisions]

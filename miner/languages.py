@@ -53,6 +53,8 @@ class ParsedFile:
     methods: tuple[MethodInfo, ...]
     classes: tuple[str, ...] = ()
     """Qualified names of the classes declared in the file."""
+    warnings: tuple[str, ...] = ()
+    """What the parser warned about (Python's ``SyntaxWarning``): recorded, never printed."""
 
     def by_key(self) -> dict[str, MethodInfo]:
         return {method.key: method for method in self.methods}

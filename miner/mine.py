@@ -38,14 +38,15 @@ from tasks import (
     utcnow,
 )
 
-from .analysis import CommitAnalyzer, CommitRecord, failed_record
+from .analysis import SYNTAX_WARNING, CommitAnalyzer, CommitRecord, SkipRecord, failed_record
 from .files import FilePatterns, FileRole
-from .gitlog import LogCommit, count_commits, git, iter_log, read_commit
+from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
 from .source import detect_language, is_url, local_checkout, repository_name
 
 _PARALLEL_FROM = 300
+_SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
 """Histories shorter than this many commits are mined in-process: workers cost more than they save."""
 
 
@@ -74,6 +75,8 @@ class Progress:
 
     start: Callable[[str, int], None] = lambda name, total: None
     advance: Callable[[int], None] = lambda n: None
+    warn: Callable[[str], None] = lambda message: None
+    """Something the user should know about the mine's result (one line): a shallow clone."""
 
 
 @dataclass
@@ -165,6 +168,7 @@ class Miner:
             get_language(repo.language), tuple(repo.test_globs), tuple(repo.exclude_globs)
         )
         self._git: Git | None = None
+        self._shallow = False
 
     @property
     def pydriller(self) -> Git:
@@ -180,6 +184,12 @@ class Miner:
     ) -> MiningRun:
         progress = progress or Progress()
         head = git(self.path, "rev-parse", "HEAD").strip()
+        self._shallow = is_shallow(self.path)
+        if self._shallow:
+            progress.warn(
+                f"{self.path} is a shallow clone: its history is cut, so pairs before the cut will be "
+                "missing (git fetch --unshallow, then mine again, adds them)"
+            )
         revisions = self._revisions(head, since)
         run = MiningRun(repository_id=self._repo_id, since=since, until=until, head_sha=head)
         with self.store.session() as session:
@@ -209,6 +219,9 @@ class Miner:
         if counts.failed:
             message = f"{counts.failed} commits failed (see skips); run again to retry them"
             self._finish(run, counts, RunStatus.COMPLETED, message)
+        elif self._shallow:
+            # No watermark: once the history is whole, the next run walks all of it again.
+            self._finish(run, counts, RunStatus.COMPLETED, _SHALLOW)
         else:
             self._finish(run, counts, RunStatus.COMPLETED, "")
             if until is None:
@@ -227,7 +240,9 @@ class Miner:
                 counts.test_commits += 1
                 if self._is_mined(plan.rev2.sha):
                     counts.already_mined += 1
-                else:
+                elif not (self._shallow and plan.outcome is CommitOutcome.ROOT_COMMIT):
+                    # A commit at a shallow clone's cut has parents, only not here: it stays
+                    # unmarked, so a run on the whole history pairs it.
                     yield plan
             progress.advance(1)
 
@@ -337,14 +352,7 @@ class Miner:
             )
         )
         if record.skips:
-            session.execute(
-                _table(Skip).insert(),
-                [
-                    {"repository_id": repo_id, "sha": k.sha, "path": k.path, "reason": k.reason,
-                     "detail": k.detail}
-                    for k in record.skips
-                ],
-            )  # fmt: skip
+            self._write_skips(session, record.skips)
         if record.pair is not None and record.candidates:
             self._write_pair(session, record, metadata)
             counts.pairs += 1
@@ -362,8 +370,34 @@ class Miner:
                 run_id=run.id,
             )
         )
-        counts.skipped_files += sum(1 for k in record.skips if k.path)
+        counts.skipped_files += sum(1 for k in record.skips if k.path and k.reason != SYNTAX_WARNING)
         counts.failed += outcome is CommitOutcome.ERROR
+
+    def _write_skips(self, session: Session, skips: tuple[SkipRecord, ...]) -> None:
+        """Writes the skips not stored yet: a file that stays broken is met again as the next
+        pair's old version, and a commit mined again meets its own skips again."""
+        repo_id = self._repo_id
+        stored = set(
+            session.execute(
+                select(Skip.sha, Skip.path, Skip.reason).where(
+                    col(Skip.repository_id) == repo_id, col(Skip.sha).in_({k.sha for k in skips})
+                )
+            ).all()
+        )
+        new: dict[tuple[str, str, str], SkipRecord] = {}
+        for skip in skips:
+            key = (skip.sha, skip.path, skip.reason)
+            if key not in stored:
+                new.setdefault(key, skip)
+        if new:
+            session.execute(
+                _table(Skip).insert(),
+                [
+                    {"repository_id": repo_id, "sha": k.sha, "path": k.path, "reason": k.reason,
+                     "detail": k.detail}
+                    for k in new.values()
+                ],
+            )  # fmt: skip
 
     def _metadata(self, rev1_sha: str, rev2_sha: str) -> dict[str, Any]:
         """Dates, authors and message of a pair's commits, read with PyDriller.

@@ -6,6 +6,7 @@ import ast
 import io
 import textwrap
 import tokenize
+import warnings
 
 from .errors import SourceSyntaxError
 from .languages import Language, MethodInfo, MethodScan, ParsedFile, register_language
@@ -31,7 +32,7 @@ def parse_python(source: bytes, scan: str = "tests") -> ParsedFile:
     to scan for calls, type references and tokens (``none``, ``tests``, ``all``).
     """
     try:
-        tree = ast.parse(source)
+        tree, warned = _parse_quietly(source)
     except SyntaxError as exc:
         raise SourceSyntaxError(f"syntax error at line {exc.lineno}: {exc.msg}", exc.lineno) from None
     except ValueError as exc:  # e.g. NUL bytes
@@ -40,13 +41,22 @@ def parse_python(source: bytes, scan: str = "tests") -> ParsedFile:
     lines = text.splitlines(keepends=True)
     collector = _Collector(lines, scan)
     collector.visit_body(tree.body, container=(), unittest_classes=set())
-    return ParsedFile(methods=tuple(collector.methods), classes=tuple(collector.classes))
+    return ParsedFile(methods=tuple(collector.methods), classes=tuple(collector.classes), warnings=warned)
+
+
+def _parse_quietly(source: str | bytes) -> tuple[ast.Module, tuple[str, ...]]:
+    """``ast.parse`` with the warnings old sources raise (invalid escapes: ``SyntaxWarning``, a
+    ``DeprecationWarning`` before 3.12) caught: mined code is data, its warnings are no user's."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tree = ast.parse(source)
+    return tree, tuple(dict.fromkeys(f"line {w.lineno}: {w.message} ({w.category.__name__})" for w in caught))
 
 
 def scan_python_function(text: str) -> MethodScan:
     """Calls, capitalised names and tokens of one function's source, parsed on its own."""
     try:
-        tree = ast.parse(textwrap.dedent(text))
+        tree, _ = _parse_quietly(textwrap.dedent(text))  # its file's parse recorded the warnings
     except SyntaxError:
         return frozenset(), frozenset(), _tokens(text)
     node = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), tree)

@@ -126,6 +126,12 @@ def _coverage():
 
 
 def _message(report):
+    if hasattr(report, "wasxfail"):  # an expected failure: the reason, then what failed
+        crash = getattr(report.longrepr, "reprcrash", None)
+        failed = str(crash.message) if crash is not None else ""
+        if "XFailed" in failed:  # pytest.xfail(reason) called: the reason says it all
+            failed = ""
+        return ": ".join(part for part in (report.wasxfail, failed) if part)
     if report.passed:
         return ""
     if isinstance(report.longrepr, tuple):  # a skip: (path, line, "Skipped: reason")
@@ -161,6 +167,7 @@ def pytest_runtest_logreport(report):
             "id": report.nodeid,
             "when": report.when,
             "outcome": report.outcome,
+            "xfail": hasattr(report, "wasxfail"),
             "message": _message(report),
             "duration": getattr(report, "duration", 0.0),
         }
@@ -539,7 +546,7 @@ def _by_request(requested: list[str], ran: dict[str, TestResult]) -> dict[str, T
         members = [result for node, result in ran.items() if node.startswith(test + "[")]
         if not members:
             continue
-        for outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.PASS, Outcome.SKIPPED):
+        for outcome in (Outcome.FAIL, Outcome.ERROR, Outcome.PASS, Outcome.XFAIL, Outcome.SKIPPED):
             chosen = [m for m in members if m.outcome == outcome]
             if chosen:
                 message = chosen[0].message
@@ -564,7 +571,11 @@ def _combine(records: list[dict]) -> dict[str, TestResult]:
             continue
         durations[test] = durations.get(test, 0.0) + float(record.get("duration") or 0.0)
         when, outcome, message = record.get("when"), record.get("outcome"), record.get("message", "")
-        if outcome == "skipped":
+        if record.get("xfail") and outcome == "skipped":
+            outcomes[test] = (Outcome.XFAIL, message)
+        elif record.get("xfail"):  # passed though expected to fail (a strict mark fails instead)
+            outcomes[test] = (Outcome.PASS, f"passed, though marked xfail: {message}".rstrip(": "))
+        elif outcome == "skipped":
             outcomes[test] = (Outcome.SKIPPED, message)
         elif when == "call":
             outcomes[test] = (Outcome.PASS, "") if outcome == "passed" else (Outcome.FAIL, message)

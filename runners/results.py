@@ -16,6 +16,9 @@ class Outcome(StrEnum):
     """The test does not exist in the version run (or was never collected)."""
     TIMEOUT = "timeout"
     SKIPPED = "skipped"
+    XFAIL = "xfail"
+    """A test marked as expected to fail (pytest's ``xfail``) that failed: it did not pass. One
+    that passes anyway is a pass (its assertions held), or a failure when the mark is strict."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,8 @@ def parse_junit_xml(data: bytes, java: bool) -> list[TestResult]:
             outcome, node = Outcome.FAIL, failure
         elif error is not None:
             outcome, node = Outcome.ERROR, error
+        elif skipped is not None and skipped.get("type") == "pytest.xfail":
+            outcome, node = Outcome.XFAIL, skipped
         elif skipped is not None:
             outcome, node = Outcome.SKIPPED, skipped
         else:

@@ -80,6 +80,10 @@ from .workspace import (
     tree_state,
 )
 
+FAILS_ON_OLD = frozenset({"fail", "error", "compile_error"})
+"""What counts as failing on the old code, as for curation's NO cell: a test that skips itself,
+is absent, expected to fail (xfail) or hangs there does not fail — it could tell old from new
+code and step aside, and would "succeed" without asserting anything about the change."""
 USAGE_PREFIX = "COEVO_USAGE "
 """An agent reports what it used with a line ``COEVO_USAGE {"tokens": 1234, "cost": 0.05}``."""
 
@@ -316,7 +320,7 @@ def judge(
         else:
             kind = "exec_fail"
         old_outcome = str(on_old[test].outcome) if test in on_old else None
-        success = runs_changed and (task.track == Track.UPDATE or old_outcome != "pass")
+        success = runs_changed and (task.track == Track.UPDATE or old_outcome in FAILS_ON_OLD)
         strict = strict_success(success, test, mutation)
         outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome, strict)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
@@ -684,7 +688,7 @@ class Standing:
     pass_rate: float
     success_rate: float
     """TestEvo-Bench's Success%: passes on the new code (runs the changed code; generation:
-    does not pass on the old), kept for comparison."""
+    fails on the old), kept for comparison."""
     strict_success_rate: float
     """StrictSuccess%: a success that also detects a mutant of the focal methods."""
     compile_fail_rate: float

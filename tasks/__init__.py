@@ -29,11 +29,23 @@ from .models import (
     utcnow,
 )
 from .queries import CandidateListing, CandidateView, FocalView, UnknownRepository, list_candidates
-from .store import DB_ENV, DEFAULT_DB, Store, StoreError, database_url, open_store
+from .store import (
+    DB_ENV,
+    DEFAULT_DB,
+    LOCK_TIMEOUT_ENV,
+    CorruptStore,
+    NoStore,
+    Store,
+    StoreError,
+    StoreLocked,
+    database_url,
+    open_store,
+)
 
 __all__ = [
     "DB_ENV",
     "DEFAULT_DB",
+    "LOCK_TIMEOUT_ENV",
     "AgentRun",
     "AwareDateTime",
     "Candidate",
@@ -41,6 +53,7 @@ __all__ = [
     "CandidateView",
     "CoevoError",
     "CommitOutcome",
+    "CorruptStore",
     "CuratedPair",
     "CurationRecord",
     "CurationRun",
@@ -56,12 +69,14 @@ __all__ = [
     "MinedCommit",
     "MiningRun",
     "MissingToolchain",
+    "NoStore",
     "Repository",
     "RevisionPair",
     "RunStatus",
     "Skip",
     "Store",
     "StoreError",
+    "StoreLocked",
     "Task",
     "TaskStatus",
     "TestChangeKind",

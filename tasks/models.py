@@ -231,7 +231,12 @@ class FocalLink(SQLModel, table=True):
 
 
 class Skip(SQLModel, table=True):
-    """A file or commit the miner passed over, and why: nothing bad in a repository stops a run."""
+    """A file or commit the miner passed over, and why: nothing bad in a repository stops a run.
+
+    Reason ``syntax_warning`` is a note on a file that was parsed: what its parser warned about.
+    """
+
+    __table_args__ = (UniqueConstraint("repository_id", "sha", "path", "reason"),)
 
     id: int | None = Field(default=None, primary_key=True)
     repository_id: int = Field(foreign_key="repository.id", index=True)
@@ -400,9 +405,10 @@ class AgentRun(SQLModel, table=True):
     outcomes: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     """Test method → ``{"outcome": pass|exec_fail|compile_fail|harness_fail, "success": bool,
     "strict": bool, "new": cell outcome on rev2, "old": on rev1 (generation), "message": …}``.
-    A success passes on rev2, runs a line of a focal method and, for generation, does not pass
-    on rev1; a strict success also detects a mutant of the focal methods (when they have one:
-    see ``runners/success.py``). Runs stored before strict success have no ``"strict"``."""
+    A success passes on rev2, runs a line of a focal method and, for generation, fails, errs or
+    does not compile on rev1 (skipped, absent, xfail or a timeout there is no failure); a strict
+    success also detects a mutant of the focal methods (when they have one: see
+    ``runners/success.py``). Runs stored before strict success have no ``"strict"``."""
     pass_rate: float = 0.0
     success_rate: float = 0.0
     strict_success_rate: float = 0.0

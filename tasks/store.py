@@ -1,17 +1,26 @@
-"""The store: any SQLAlchemy URL, a SQLite file in WAL mode by default."""
+"""The store: any SQLAlchemy URL, a SQLite file in WAL mode by default.
+
+A store is opened for writing (``mine``, ``curate``, ``score`` create it when it does not
+exist) or for reading (``candidates``, ``funnel``, ``leaderboard`` never create one: a missing,
+empty or foreign file is an error, and nothing is written to it). A damaged file, or a lock
+that another process holds past a bounded wait, is a :class:`StoreError` naming the file and
+what to do, wherever it shows up: at opening, or in any later statement.
+"""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import JSON, event, inspect, text
-from sqlalchemy.engine import Engine
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.engine import Engine, ExceptionContext, make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError
 from sqlmodel import Session, SQLModel, create_engine
 
 from . import models as _models  # noqa: F401  (registers the tables)
@@ -19,10 +28,31 @@ from .errors import CoevoError
 
 DEFAULT_DB = "coevo.db"
 DB_ENV = "COEVO_DB"
+LOCK_TIMEOUT_ENV = "COEVO_DB_LOCK_TIMEOUT"
+DEFAULT_LOCK_TIMEOUT = 60.0
+"""Seconds a command waits for another process's lock on a SQLite store before it gives up."""
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_MARKER_TABLE = "repository"
+"""The table every coevo store has: a database without it is not a coevo store."""
+_CHECK_DB = "check --db (or $COEVO_DB)"
+_POLL = 0.25
 
 
 class StoreError(CoevoError):
     """The database could not be opened or written."""
+
+
+class NoStore(StoreError):
+    """A read found no coevo store: no such file, an empty file, or another program's database."""
+
+
+class CorruptStore(StoreError):
+    """The file is not a SQLite database, or SQLite finds it damaged (truncated, overwritten)."""
+
+
+class StoreLocked(StoreError):
+    """Another process held the store's lock for longer than the bounded wait."""
 
 
 def database_url(db: str | os.PathLike[str] | None = None) -> str:
@@ -37,11 +67,37 @@ def database_url(db: str | os.PathLike[str] | None = None) -> str:
 
 
 class Store:
-    """A handle on the database. Construction does no I/O; :meth:`open` creates the tables."""
+    """A handle on the database. Construction does no I/O; :meth:`open` (or first use) connects.
 
-    def __init__(self, url: str) -> None:
+    ``create``: a write store creates the file and the tables when missing; a read store
+    (``create=False``) refuses to. ``lock_timeout`` bounds the wait for another process's lock
+    on a SQLite file; ``waiting`` is called once, with a line saying so, when the wait begins.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        create: bool = True,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+        waiting: Callable[[str], None] | None = None,
+    ) -> None:
         self.url = url
+        self.create = create
+        self.lock_timeout = lock_timeout
+        self.waiting = waiting
         self._engine: Engine | None = None
+
+    @property
+    def name(self) -> str:
+        """The store as a user names it: a SQLite file's path, else the URL without its password."""
+        path = self._sqlite_file()
+        if path is not None:
+            return str(path)
+        try:
+            return make_url(self.url).render_as_string(hide_password=True)
+        except ArgumentError:
+            return self.url
 
     @property
     def engine(self) -> Engine:
@@ -49,25 +105,150 @@ class Store:
             self._engine = self._connect()
         return self._engine
 
-    def _connect(self) -> Engine:
-        kwargs: dict[str, Any] = {}
-        if self.url.startswith("sqlite"):
-            path = self.url.removeprefix("sqlite:///")
-            if path and path != ":memory:" and not Path(path).parent.is_dir():
-                raise StoreError(f"cannot create the database {path}: its folder does not exist")
-            kwargs["connect_args"] = {"timeout": 60}
+    def open(self) -> Store:
+        """Connects now (checks, waits for a lock, creates or upgrades the tables); returns self."""
+        _ = self.engine
+        return self
+
+    def _sqlite_file(self) -> Path | None:
+        """The file of a SQLite URL; None for other databases, in-memory and ``file:`` URI ones."""
         try:
-            engine = create_engine(self.url, **kwargs)
+            url = make_url(self.url)
+        except ArgumentError:
+            return None
+        if not url.drivername.startswith("sqlite") or url.query.get("uri"):
+            return None
+        database = url.database
+        if not database or database == ":memory:" or database.startswith("file:"):
+            return None
+        return Path(database)
+
+    def _connect(self) -> Engine:
+        try:
+            url = make_url(self.url)
+        except ArgumentError as exc:
+            raise StoreError(f"cannot use the database URL {self.url!r}: {exc}") from None
+        path = self._sqlite_file()
+        kwargs: dict[str, Any] = {}
+        if url.drivername.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": self.lock_timeout}
+        if path is not None:
+            self._check_file(path)
+            self._check_tables(self._wait_for_lock(path), sqlite_file=True)
+        try:
+            engine = create_engine(url, **kwargs)
         except (ArgumentError, ImportError) as exc:
             raise StoreError(f"cannot use the database URL {self.url!r}: {exc}") from None
+        event.listen(engine, "handle_error", self._fault)
         if engine.dialect.name == "sqlite":
-            event.listen(engine, "connect", _sqlite_pragmas)
+            event.listen(engine, "connect", _sqlite_pragmas if self.create else _sqlite_read_pragmas)
         try:
+            if path is None:
+                self._check_tables(set(inspect(engine).get_table_names()), sqlite_file=False)
             SQLModel.metadata.create_all(engine)
             _add_new_columns(engine)
-        except OperationalError as exc:
-            raise StoreError(f"cannot open the database {self.url}: {exc.orig}") from None
+        except StoreError:
+            engine.dispose()
+            raise
+        except DBAPIError as exc:
+            engine.dispose()
+            cause = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
+            raise StoreError(f"cannot open the database {self.name}: {cause}") from None
         return engine
+
+    def _check_file(self, path: Path) -> None:
+        """A read store's file must exist and hold something; any existing file must be SQLite's."""
+        if not path.exists():
+            if not self.create:
+                raise NoStore(f"no coevo store at {path}: {_CHECK_DB}, or create one with coevo mine REPO")
+            if not path.parent.is_dir():
+                raise StoreError(f"cannot create the database {path}: its folder does not exist")
+            return
+        if path.is_dir():
+            raise NoStore(f"{path} is a folder, not a coevo store: {_CHECK_DB}")
+        with path.open("rb") as handle:
+            head = handle.read(len(_SQLITE_MAGIC))
+        wal = Path(f"{path}-wal")
+        if not head:
+            if not self.create and not (wal.is_file() and wal.stat().st_size > 0):
+                raise NoStore(
+                    f"{path} is an empty file, not a coevo store: {_CHECK_DB}, "
+                    "or delete it and create a store with coevo mine REPO"
+                )
+            return
+        if head != _SQLITE_MAGIC:
+            raise CorruptStore(
+                f"{path} is not a SQLite database (it may be damaged or another kind of file): "
+                f"{_CHECK_DB}, or restore the store from a backup"
+            )
+
+    def _wait_for_lock(self, path: Path) -> set[str]:
+        """Waits, up to the bound, until the file can be read (a read store) or written; returns
+        the names of its tables, read before anything (even the journal mode) is written.
+
+        SQLite's own busy wait is silent; polling here lets ``waiting`` tell the user why
+        nothing happens, and ends in one :class:`StoreLocked` line instead of a stack of frames.
+        """
+        deadline = time.monotonic() + self.lock_timeout
+        told = False
+        probe = "BEGIN IMMEDIATE" if self.create else "BEGIN"
+        while True:
+            try:
+                with closing(sqlite3.connect(path, timeout=_POLL, isolation_level=None)) as connection:
+                    connection.execute(probe)
+                    rows = connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                    tables = {name for (name,) in rows if not name.startswith("sqlite_")}
+                    connection.execute("ROLLBACK")
+                return tables
+            except sqlite3.Error as exc:
+                if _is_damage(str(exc)):
+                    raise self._damaged(str(exc)) from None
+                if not _is_lock(str(exc)):
+                    raise StoreError(f"cannot open the database {path}: {exc}") from None
+            if time.monotonic() >= deadline:
+                raise self._locked()
+            if not told and self.waiting is not None:
+                self.waiting(
+                    f"waiting up to {self.lock_timeout:g} s for another process to release its lock on {path}"
+                )
+            told = True
+            time.sleep(min(_POLL, max(deadline - time.monotonic(), 0.0)))
+
+    def _check_tables(self, tables: set[str], sqlite_file: bool) -> None:
+        """A read store must hold coevo's tables; a SQLite file holding only others' is refused
+        (another database server may hold other programs' tables beside coevo's)."""
+        if _MARKER_TABLE in tables:
+            return
+        if not self.create:
+            what = "holds no coevo store" if not tables else "is another program's database"
+            raise NoStore(f"{self.name} {what}: {_CHECK_DB}, or create a store with coevo mine REPO")
+        if tables and sqlite_file:
+            raise NoStore(
+                f"{self.name} is another program's database (tables {', '.join(sorted(tables)[:5])}): "
+                f"{_CHECK_DB}; give a new file to create a coevo store"
+            )
+
+    def _fault(self, context: ExceptionContext) -> None:
+        """A locked or damaged SQLite file, met in any statement, becomes one named error."""
+        original = context.original_exception
+        if not isinstance(original, sqlite3.Error):
+            return
+        message = str(original)
+        if _is_lock(message):
+            raise self._locked()
+        if _is_damage(message):
+            raise self._damaged(message)
+
+    def _locked(self) -> StoreLocked:
+        return StoreLocked(
+            f"{self.name} stayed locked by another process for {self.lock_timeout:g} s: let it finish "
+            f"(or stop it) and run this again; ${LOCK_TIMEOUT_ENV} sets the wait"
+        )
+
+    def _damaged(self, message: str) -> CorruptStore:
+        return CorruptStore(
+            f"{self.name} is damaged ({message}): restore it from a backup, or mine again into a new store"
+        )
 
     @contextmanager
     def session(self) -> Iterator[Session]:
@@ -86,9 +267,41 @@ class Store:
             self._engine = None
 
 
-def open_store(db: str | os.PathLike[str] | None = None) -> Store:
-    """A store for ``db`` (a path or SQLAlchemy URL; see :func:`database_url`)."""
-    return Store(database_url(db))
+def open_store(
+    db: str | os.PathLike[str] | None = None,
+    *,
+    create: bool = True,
+    waiting: Callable[[str], None] | None = None,
+) -> Store:
+    """A store for ``db`` (a path or SQLAlchemy URL; see :func:`database_url`).
+
+    ``create=False`` for commands that only read: they never create a store. The wait for a
+    lock is ``$COEVO_DB_LOCK_TIMEOUT`` seconds (default 60).
+    """
+    return Store(database_url(db), create=create, lock_timeout=lock_timeout(), waiting=waiting)
+
+
+def lock_timeout() -> float:
+    """``$COEVO_DB_LOCK_TIMEOUT`` in seconds, or the default."""
+    value = os.environ.get(LOCK_TIMEOUT_ENV, "").strip()
+    if not value:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds >= 0:
+        raise StoreError(f"${LOCK_TIMEOUT_ENV} is {value!r}: give a number of seconds, e.g. 60")
+    return seconds
+
+
+def _is_lock(message: str) -> bool:
+    return "database is locked" in message or "database table is locked" in message
+
+
+def _is_damage(message: str) -> bool:
+    """SQLite's words for a file it cannot trust: SQLITE_CORRUPT and SQLITE_NOTADB."""
+    return "malformed" in message or "file is not a database" in message
 
 
 def _add_new_columns(engine: Engine) -> None:
@@ -132,5 +345,12 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     # WAL lets readers (the site, `coevo candidates`) work while a miner writes.
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def _sqlite_read_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """A reader leaves the journal mode, a property of the file, as the writer set it."""
+    cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()

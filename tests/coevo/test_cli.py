@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from coevo.cli import app, main
+from tests.gitrepo import GitRepo
 from tests.miner.histories import java_history
 
 
@@ -54,10 +55,17 @@ def test_unknown_option_and_bad_date_are_one_line(tmp_path: Path) -> None:
 
 
 def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
-    result = coevo("candidates", "--db", str(tmp_path / "no" / "such" / "c.db"))
+    repo = java_history(tmp_path / "calc")
+    result = coevo("mine", str(repo.path), "--db", str(tmp_path / "no" / "such" / "c.db"))
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"error: cannot create the database {tmp_path}/no/such/c.db: its folder does not exist"
+    ]
+    result = coevo("candidates", "--db", str(tmp_path / "no" / "such" / "c.db"))
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        f"error: no coevo store at {tmp_path}/no/such/c.db: check --db (or $COEVO_DB), "
+        "or create one with coevo mine REPO"
     ]
 
 
@@ -71,8 +79,9 @@ def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
 
     listing = coevo("candidates", "--db", str(db), "--limit", "3")
     lines = listing.stdout.splitlines()
-    assert (
-        lines[-1] == "11 candidates (showing 3): 8 inserted, 1 unchanged_with_changed_dependencies, 2 updated"
+    assert lines[-1] == (
+        "11 candidates: 8 inserted, 1 unchanged_with_changed_dependencies, 2 updated"
+        " — showing 3, 8 left out (--limit 0 shows all)"
     )
     assert "ArithmeticTest.testSubtractNegative()" in listing.stdout
     assert "Calculator.subtract(int,int) [call]" in listing.stdout
@@ -159,6 +168,28 @@ def test_mine_a_clone_url_then_fetch_new_commits(tmp_path: Path) -> None:
     })  # fmt: skip
     second = mine_url()
     assert (second["commits_scanned"], second["candidates"]) == (1, 1)
+
+
+def test_json_lists_every_candidate_and_text_says_what_its_limit_left_out(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "many")
+    tests = "".join(f"def test_double_{n}():\n    assert double({n}) == {2 * n}\n\n\n" for n in range(60))
+    core = "many/core.py"
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {core: "def double(x):\n    return x + x\n"})
+    repo.commit("many tests", "2024-05-02T10:00:00+00:00", {
+        core: "def double(x):\n    return 2 * x\n",
+        "tests/test_core.py": "from many.core import double\n\n\n" + tests,
+    })  # fmt: skip
+    db = str(tmp_path / "c.db")
+    assert coevo("mine", str(repo.path), "--db", db).returncode == 0
+    data = json.loads(coevo("candidates", "--db", db, "--json").stdout)
+    assert data["total"] == len(data["candidates"]) == 60
+    limited = json.loads(coevo("candidates", "--db", db, "--json", "--limit", "7").stdout)
+    assert (limited["total"], len(limited["candidates"])) == (60, 7)
+    text = coevo("candidates", "--db", db).stdout.splitlines()
+    assert text[-1] == "60 candidates: 60 inserted — showing 50, 10 left out (--limit 0 shows all)"
+    assert len(text) == 1 + 50 + 1  # header, rows, counts
+    everything = coevo("candidates", "--db", db, "--limit", "0").stdout.splitlines()
+    assert (len(everything), everything[-1]) == (1 + 60 + 1, "60 candidates: 60 inserted")
 
 
 def test_main_returns_exit_codes_without_raising() -> None:

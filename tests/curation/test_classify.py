@@ -26,6 +26,9 @@ INSERTED, UPDATED, UNCHANGED = (
         (INSERTED, {"NN": "pass", "NO": "compile_error"}, Label.TEST_GENERATION),
         (INSERTED, {"NN": "pass", "NO": "fail"}, Label.TEST_GENERATION),
         (INSERTED, {"NN": "pass", "NO": "pass"}, Label.TEST_GENERATION_PASS_OLD),
+        (INSERTED, {"NN": "pass", "NO": "xfail"}, Label.TEST_GENERATION),  # an expected failure fails
+        (INSERTED, {"NN": "pass", "NO": "skipped"}, Label.TEST_GENERATION_PASS_OLD),  # a skip says nothing
+        (UPDATED, {"OO": "pass", "ON": "xfail", "NO": "xfail", "NN": "pass"}, Label.TEST_UPDATE_POSITIVE),
         (UPDATED, {"OO": "pass", "ON": "fail", "NO": "error", "NN": "pass"}, Label.TEST_UPDATE_POSITIVE),
         (UPDATED, {"OO": "pass", "ON": "absent", "NO": "pass", "NN": "pass"}, Label.TEST_UPDATE_PASS_OLD),
         (UPDATED, {"OO": "pass", "ON": "pass", "NO": "fail", "NN": "pass"},
@@ -51,6 +54,9 @@ def test_refinement_with_more_coverage() -> None:
         (INSERTED, {"NN": "flaky", "NO": "fail"}, True, True, False, DropReason.FLAKY),
         (INSERTED, {"NN": "fail", "NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),
         (INSERTED, {"NN": "skipped", "NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),
+        (INSERTED, {"NN": "xfail", "NO": "fail"}, True, True, False, DropReason.NEW_ON_NEW_NOT_PASS),
+        (UPDATED, {"OO": "xfail", "ON": "fail", "NO": "fail", "NN": "pass"}, True, True, False,
+         DropReason.OLD_ON_OLD_NOT_PASS),
         (UPDATED, {"OO": "fail", "ON": "fail", "NO": "fail", "NN": "pass"}, True, True, False,
          DropReason.OLD_ON_OLD_NOT_PASS),
         (UNCHANGED, {"OO": "error", "NN": "pass"}, True, True, False, DropReason.OLD_ON_OLD_NOT_PASS),

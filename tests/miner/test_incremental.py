@@ -253,3 +253,31 @@ def test_worker_processes_give_the_same_result(tmp_path: Path) -> None:
         assert [(m.sha, m.outcome) for m in a.exec(select(MinedCommit).order_by(MinedCommit.sha))] == [
             (m.sha, m.outcome) for m in b.exec(select(MinedCommit).order_by(MinedCommit.sha))
         ]
+
+
+def test_a_shallow_clone_warns_once_and_unshallowed_mines_what_the_cut_hid(tmp_path: Path) -> None:
+    repo = python_history(tmp_path / "calc")
+    clone = tmp_path / "shallow"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "3", repo.path.as_uri(), str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    coevo = str(Path(sys.executable).parent / "coevo")
+    db = tmp_path / "coevo.db"
+    cut = subprocess.run([coevo, "mine", str(clone), "--db", str(db)], capture_output=True, text=True)
+    assert cut.returncode == 0, cut.stderr
+    assert cut.stderr.splitlines() == [
+        f"warning: {clone} is a shallow clone: its history is cut, so pairs before the cut will be "
+        "missing (git fetch --unshallow, then mine again, adds them)"
+    ]
+    assert cut.stdout.rstrip().endswith("— shallow clone: history is cut, pairs before the cut are missing")
+    store = open_store(db)
+    partial = _candidate_keys(store)
+    subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--unshallow"], check=True, capture_output=True)
+    whole = subprocess.run([coevo, "mine", str(clone), "--db", str(db)], capture_output=True, text=True)
+    assert whole.returncode == 0 and whole.stderr == ""
+    full = open_store(tmp_path / "full.db")
+    mine(full, MineRequest(location=str(repo.path)))
+    assert len(partial) < len(_candidate_keys(full))
+    assert _candidate_keys(store) == _candidate_keys(full)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
 import pytest
 from sqlmodel import select
 
@@ -16,6 +22,7 @@ from tasks import (
     Store,
     open_store,
 )
+from tests.gitrepo import GitRepo
 from tests.miner.histories import ARITH_PY_TEST, CORE_TEST, python_history
 
 STACK_TEST = "tests/test_stack.py"
@@ -147,3 +154,103 @@ def test_unparseable_and_undecodable_files_are_recorded_skips(
     ]
     legacy = next(k for k in skips if k.path == "calc/legacy.py")
     assert "utf-8" in legacy.detail.lower()
+
+
+YAML_LINES = "".join(f"- key{n}: [{n}, {n + 1}]\n  nested{n}: value {n}\n" for n in range(12))
+
+
+def test_a_side_is_parsed_only_when_its_name_then_is_python(tmp_path: Path) -> None:
+    """A ``.yml`` renamed to ``.py`` (git sees a rename: the lines live on in a string) is a new
+    Python file, not an old one with a syntax error; a ``.py`` renamed away loses its functions."""
+    repo = GitRepo(tmp_path / "renames")
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x + x\n",
+        "calc/legacy.py": "def old_helper():\n    return 1\n",
+        "tests/data.yml": YAML_LINES,
+    })  # fmt: skip
+    repo.commit("renames", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return 2 * x\n",
+        "tests/test_data.py": f'from calc.core import double\n\nDATA = """\n{YAML_LINES}"""\n\n\n'
+        "def test_double():\n    assert double(2) == 4\n",
+    }, renames={"tests/data.yml": "tests/test_data.py", "calc/legacy.py": "calc/legacy.txt"})  # fmt: skip
+    status = repo.git("show", "--name-status", "-M", "--format=", "HEAD")
+    assert "R" in status.split("tests/data.yml")[0].splitlines()[-1]  # git saw the rename
+    store = open_store(tmp_path / "coevo.db")
+    mine(store, MineRequest(location=str(repo.path)))
+    with store.session() as s:
+        candidates = s.exec(select(Candidate)).all()
+        changes = s.exec(select(MethodChange)).all()
+        skips = s.exec(select(Skip)).all()
+    assert skips == []
+    assert [(c.test_file, c.old_test_file, c.test_method, c.change_kind) for c in candidates] == [
+        ("tests/test_data.py", None, "test_double", "inserted")
+    ]
+    assert sorted((c.file, c.old_file, c.method, c.kind) for c in changes) == [
+        ("calc/core.py", "calc/core.py", "double", "changed"),
+        ("calc/legacy.py", "calc/legacy.py", "old_helper", "removed"),
+    ]
+
+
+def test_a_file_that_stays_broken_is_one_skip_row_even_mined_again(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "broken")
+    test = "from calc.core import double\n\n\ndef test_double():\n    assert double(2) == 4\n"
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x + x\n", "tests/test_core.py": test,
+    })  # fmt: skip
+    repo.commit("breaks", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return 2 * x\n",
+        "calc/broken.py": "def broken(:\n    pass\n",
+        "tests/test_core.py": test + "\n\ndef test_zero():\n    assert double(0) == 0\n",
+    })  # fmt: skip
+    repo.commit("still broken", "2024-05-03T10:00:00+00:00", {
+        "calc/core.py": "def double(x):\n    return x * 2\n",
+        "calc/broken.py": "def broken(:\n    return 1\n",
+        "tests/test_core.py": test + "\n\ndef test_zero():\n    assert double(0) == 0 * 2\n",
+    })  # fmt: skip
+    store = open_store(tmp_path / "coevo.db")
+
+    def skips() -> list[tuple[str, str, str]]:
+        with store.session() as s:
+            return sorted((_label(repo.shas, k.sha), k.path, k.reason) for k in s.exec(select(Skip)).all())
+
+    # The first run stops before the second break: the second run meets "breaks" again as its
+    # pair's old version, in another transaction.
+    mine(store, MineRequest(location=str(repo.path), until=datetime(2024, 5, 2, 12, tzinfo=UTC)))
+    assert skips() == [("breaks", "calc/broken.py", "syntax_error")]
+    mine(store, MineRequest(location=str(repo.path)))
+    expected = [
+        ("breaks", "calc/broken.py", "syntax_error"),
+        ("still broken", "calc/broken.py", "syntax_error"),
+    ]
+    assert skips() == expected
+    mine(store, MineRequest(location=str(repo.path), since=datetime(2024, 4, 1, tzinfo=UTC)))
+    assert skips() == expected
+
+
+_LOUD = "always::SyntaxWarning,always::DeprecationWarning"
+"""Warnings a default Python might hide, shown: the test holds on every version."""
+
+
+def test_parser_warnings_are_recorded_and_never_printed(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "escapes")
+    core = "import re\n\n\ndef digits(text):\n    return re.findall('\\d+', text)\n"
+    test = "from calc.core import digits\n\n\ndef test_digits():\n    assert digits('a1') == ['1']\n"
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {"calc/core.py": core, "tests/test_core.py": test})
+    repo.commit("more", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": core.replace("'\\d+'", "'\\d+|\\w'"),
+        "tests/test_core.py": test + "\n\ndef test_word():\n    assert digits('a') == ['a']\n",
+    })  # fmt: skip
+    db = tmp_path / "coevo.db"
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "coevo"), "mine", str(repo.path), "--db", str(db)],
+        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": _LOUD}, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stderr == ""
+    assert "2 candidates, 0 files skipped" in result.stdout
+    with open_store(db).session() as s:
+        notes = s.exec(select(Skip)).all()
+    assert sorted((_label(repo.shas, k.sha), k.path, k.reason) for k in notes) == [
+        ("initial", "calc/core.py", "syntax_warning"),  # the old side of the pair
+        ("more", "calc/core.py", "syntax_warning"),
+    ]
+    assert all(k.detail.startswith("line 5: invalid escape sequence '\\d'") for k in notes)

@@ -113,6 +113,22 @@ def test_rectangle():
     assert rectangle(2, 3) == 6
 '''
 
+PY_SKIPPER = """import pytest
+
+import shapes
+
+
+def test_triangle():
+    if not hasattr(shapes, "triangle"):
+        pytest.skip("the old code: step aside")
+    shapes.triangle(4, 3)
+
+
+def test_rectangle():
+    shapes.rectangle(2, 3)
+"""
+"""Tells the old code from the new and skips itself there, so as to "not pass" on it."""
+
 PY_SHALLOW = """def test_triangle():
     from shapes import triangle
 

@@ -144,10 +144,11 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             "thief": {"run.sh": a.COPY, "test_shapes.py": a.PY_THIEF},
             "sibling": {"run.sh": a.COPY, "test_shapes.py": a.PY_SIBLING},
             "poisoner": {"run.sh": a.COPY, "test_shapes.py": a.PY_POISONER},
+            "skipper": {"run.sh": a.COPY, "test_shapes.py": a.PY_SKIPPER},
         },
     )
     folders = fingerprint(tmp_path)
-    for agent in ("thief", "sibling", "poisoner"):
+    for agent in ("thief", "sibling", "poisoner", "skipper"):
         result = python_tasks.score(agent, agents, "--backend", "docker")
         assert result.returncode == 0, result.stderr
     for agent in ("thief", "sibling"):
@@ -158,6 +159,8 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             assert "no gold found" in message, message
             # What it could reach held no test_triangle (generation) or only the old test_rectangle.
             assert "test_coevo_" not in message and "__pycache__" not in message, message
+    skipped = python_tasks.runs("skipper")["generation"].outcomes["test_triangle"]
+    assert (skipped["outcome"], skipped["old"], skipped["success"]) == ("pass", "skipped", False), skipped
     poisoned = python_tasks.runs("poisoner")
     assert {track: run.pass_rate for track, run in poisoned.items()} == {"generation": 1.0, "update": 1.0}
     assert python_tasks.fingerprint() == before

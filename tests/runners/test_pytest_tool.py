@@ -344,6 +344,64 @@ def test_missing_files_and_tests_are_absent_and_the_rest_still_runs(plain: Path)
 
 
 @pytest.mark.slow
+def test_expected_failures_are_xfail_and_an_unexpected_pass_passes(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "tests/test_expected.py": """\
+                import pytest
+
+
+                @pytest.mark.xfail(reason="not fixed yet")
+                def test_known_bug():
+                    assert 1 + 1 == 3
+
+
+                @pytest.mark.xfail(reason="fixed already")
+                def test_fixed_bug():
+                    assert 1 + 1 == 2
+
+
+                @pytest.mark.xfail(strict=True, reason="must fail")
+                def test_strict_fixed():
+                    assert True
+
+
+                def test_imperative():
+                    pytest.xfail("backend down")
+
+
+                @pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.xfail(reason="two"))])
+                def test_param(x):
+                    assert x == 1
+
+
+                @pytest.mark.parametrize("x", [pytest.param(2, marks=pytest.mark.xfail(reason="two"))])
+                def test_only_xfail(x):
+                    assert x == 1
+            """,
+        },
+    )
+    assert PytestTool().build(LocalSandbox(root), PLAIN, timeout=600).ok
+    asked = [
+        f"tests/test_expected.py::{name}"
+        for name in ("test_known_bug", "test_fixed_bug", "test_strict_fixed", "test_imperative", "test_param",
+                     "test_param[2]", "test_only_xfail")
+    ]  # fmt: skip
+    run = PytestTool().run_tests(LocalSandbox(root), PLAIN, asked, timeout=120)
+    found = {r.test.split("::")[1]: (r.outcome, r.message) for r in run.results}
+    assert found == {
+        "test_known_bug": (Outcome.XFAIL, "not fixed yet: assert (1 + 1) == 3"),
+        "test_fixed_bug": (Outcome.PASS, "passed, though marked xfail: fixed already"),
+        "test_strict_fixed": (Outcome.FAIL, "[XPASS(strict)] must fail"),
+        "test_imperative": (Outcome.XFAIL, "backend down"),
+        "test_param": (Outcome.PASS, ""),  # one parameter passes, the other fails as expected
+        "test_param[2]": (Outcome.XFAIL, "two: assert 2 == 1"),
+        "test_only_xfail": (Outcome.XFAIL, "two: assert 2 == 1"),
+    }
+
+
+@pytest.mark.slow
 def test_a_hanging_test_times_out_leaving_no_process(plain: Path) -> None:
     asked = ["tests/test_misc.py::test_quick", "tests/test_misc.py::test_hang"]
     started = time.monotonic()

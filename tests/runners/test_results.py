@@ -42,3 +42,27 @@ def test_pytest_report() -> None:
         ("tests/test_core.py::test_skip", Outcome.SKIPPED),
     ]
     assert results[1].message == "assert 1 == 2"
+
+
+PYTEST_XFAIL = b"""<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests">
+<testsuite name="pytest" errors="0" failures="1" skipped="2" tests="4" time="0.090">
+<testcase classname="tests.test_expected" name="test_known_bug" time="0.001">
+<skipped type="pytest.xfail" message="not fixed yet" /></testcase>
+<testcase classname="tests.test_expected" name="test_fixed_bug" time="0.002" />
+<testcase classname="tests.test_expected" name="test_strict_fixed" time="0.000">
+<failure message="[XPASS(strict)] must fail">[XPASS(strict)] must fail</failure></testcase>
+<testcase classname="tests.test_expected" name="test_imperative" time="0.001">
+<skipped type="pytest.xfail" message="backend down" /></testcase></testsuite></testsuites>
+"""
+"""Written by pytest 9.2 (``--junitxml``) for xfail-marked tests: failed, passed anyway (not
+strict, and strict) and ``pytest.xfail()`` called."""
+
+
+def test_pytest_expected_failures() -> None:
+    results = parse_junit_xml(PYTEST_XFAIL, java=False)
+    assert [(r.test.split("::")[-1], r.outcome, r.message) for r in results] == [
+        ("test_known_bug", Outcome.XFAIL, "not fixed yet"),
+        ("test_fixed_bug", Outcome.PASS, ""),
+        ("test_strict_fixed", Outcome.FAIL, "[XPASS(strict)] must fail"),
+        ("test_imperative", Outcome.XFAIL, "backend down"),
+    ]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -10,7 +12,18 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import select
 
-from tasks import MinedCommit, Repository, StoreError, database_url, open_store
+from tasks import (
+    LOCK_TIMEOUT_ENV,
+    CorruptStore,
+    MinedCommit,
+    NoStore,
+    Repository,
+    Store,
+    StoreError,
+    StoreLocked,
+    database_url,
+    open_store,
+)
 
 
 def test_database_url_from_path_env_and_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,3 +95,74 @@ def test_a_database_from_an_older_coevo_gets_the_new_columns(tmp_path: Path) -> 
         s.add(repo)
     with open_store(path).session() as s:
         assert s.exec(select(Repository)).one().build_args == ["-DjdkVersion=1.8"]
+
+
+def test_a_read_store_never_creates_and_never_writes(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.db"
+    with pytest.raises(NoStore, match="no coevo store at"):
+        open_store(missing, create=False).open()
+    assert list(tmp_path.iterdir()) == []
+    path = tmp_path / "c.db"
+    open_store(path).open().close()
+    with sqlite3.connect(path) as conn:  # as another tool might leave it: a rollback journal
+        conn.execute("PRAGMA journal_mode=DELETE")
+    before = path.read_bytes()
+    store = open_store(path, create=False)
+    with store.session() as s:
+        assert s.exec(select(Repository)).all() == []
+    store.close()
+    assert path.read_bytes() == before
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+
+
+def test_a_lock_taken_during_a_session_ends_in_store_locked(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    store = Store(database_url(path), lock_timeout=0.5).open()
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        locked = pytest.raises(StoreLocked, match=f"{path} stayed locked by another process for 0.5 s")
+        with locked, store.session() as s:
+            s.add(Repository(name="r", location="r", path="/r", language="java"))
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with store.session() as s:
+        assert s.exec(select(Repository)).all() == []
+
+
+def test_damage_met_after_opening_is_a_corrupt_store(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    store = open_store(path).open()
+    with store.session() as s:
+        for n in range(200):
+            s.add(Repository(name=f"r{n}", location="x" * 400, path=f"/r{n}", language="java"))
+    store.close()
+    data = bytearray(path.read_bytes())
+    data[4096 * 2 :] = os.urandom(len(data) - 4096 * 2)  # the header is intact, the pages are not
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptStore, match=f"{path} is damaged"), open_store(path).session() as s:
+        s.exec(select(Repository)).all()
+
+
+def test_the_wait_for_a_lock_is_told_once_and_ends_when_the_lock_goes(tmp_path: Path) -> None:
+    path = tmp_path / "c.db"
+    open_store(path).open().close()
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    told: list[str] = []
+    release = threading.Timer(1.5, lambda: holder.execute("ROLLBACK"))
+    release.start()
+    try:
+        Store(database_url(path), lock_timeout=30, waiting=told.append).open().close()
+    finally:
+        release.join()
+        holder.close()
+    assert told == [f"waiting up to 30 s for another process to release its lock on {path}"]
+
+
+def test_a_bad_lock_timeout_is_a_store_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(LOCK_TIMEOUT_ENV, "soon")
+    with pytest.raises(StoreError, match="COEVO_DB_LOCK_TIMEOUT is 'soon'"):
+        open_store("x.db")
