@@ -143,7 +143,7 @@ def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None) -> list[s
         return ["mvn"]
     found = re.search(rb"apache-maven/(\d+)\.(\d+)\.(\d+)", wrapper_properties or b"")
     if found and tuple(int(part) for part in found.groups()) >= _OLDEST_WRAPPED_MAVEN:
-        return ["sh", "mvnw"]
+        return ["sh", "./mvnw"]
     return ["mvn"]
 
 
