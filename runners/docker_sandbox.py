@@ -18,7 +18,7 @@ from typing import Any
 
 from tasks import CoevoError
 
-from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult
+from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult, read_beneath, write_beneath
 
 LABEL = "coevo.sandbox"
 WORKDIR = "/work"
@@ -166,13 +166,12 @@ class DockerSandbox:
         )
 
     def write_file(self, path: str, data: bytes) -> None:
-        target = self._worktree / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        """Writes into the worktree from the host, following no link the container may have made."""
+        write_beneath(self._worktree, path, data)
 
     def read_file(self, path: str) -> bytes | None:
-        target = self._worktree / path
-        return target.read_bytes() if target.is_file() else None
+        """Reads from the worktree on the host; a symbolic link reads as no file."""
+        return read_beneath(self._worktree, path)
 
     def close(self) -> None:
         container, self._container = self._container, None

@@ -190,7 +190,8 @@ class Side:
         folder, name = posixpath.split(test_file)
         placed = posixpath.join(folder, f"test_coevo_{tag}__{name}")
         target = self.worktree / placed
-        target.write_bytes(content)
+        # Through the sandbox: the build or an earlier test may have left a link at that path.
+        self.sandbox.write_file(placed, content)
         try:
             yield {test: placed + test[len(test_file) :] for test in ids if test.startswith(test_file + "::")}
         finally:

@@ -45,7 +45,7 @@ from urllib.parse import unquote, urlparse
 from tasks import CoevoError
 
 from .envspec import EnvSpec, FolderTree, TreeReader
-from .sandbox import ExecResult, LocalSandbox, Sandbox
+from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
 
 VENVS_ENV = "COEVO_VENVS"
 """Environment variable naming the folder that holds the venvs (default ``~/.cache/coevo/venvs``)."""
@@ -366,8 +366,10 @@ def _build(
         "install": [list(args) for args in spec.install],
         "built": time.time(),
     }
+    # The installs ran the project's code with the venv writable: write nothing through a link it left.
     partial = venv / f"{MARKER}.partial"
-    partial.write_text(json.dumps(marker, indent=1))
+    partial.unlink(missing_ok=True)
+    write_beneath(venv, partial.name, json.dumps(marker, indent=1).encode())
     partial.replace(venv / MARKER)
 
 
@@ -433,6 +435,8 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
     """Removes the modules of distributions installed from ``copy``, keeping their metadata."""
     resolved_copy = copy.resolve()
     for site in venv.glob("lib/python*/site-packages"):
+        if not _inside(site, venv.resolve()):  # a link the install left, out of this venv
+            continue
         for direct_url in site.glob("*.dist-info/direct_url.json"):
             try:
                 url = json.loads(direct_url.read_text()).get("url", "")
@@ -447,11 +451,11 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
             target = (link.read_text().splitlines() or [""])[0].strip()
             if target and _inside(Path(target), resolved_copy):
                 link.unlink()
-        easy_install = site / "easy-install.pth"
-        if easy_install.is_file():
-            lines = easy_install.read_text().splitlines()
+        easy_install = read_beneath(site, "easy-install.pth")
+        if easy_install is not None:
+            lines = easy_install.decode(errors="replace").splitlines()
             kept = [line for line in lines if not _inside(Path(line.strip()), resolved_copy)]
-            easy_install.write_text("\n".join(kept) + "\n")
+            write_beneath(site, "easy-install.pth", ("\n".join(kept) + "\n").encode())
 
 
 def _strip_distribution(site: Path, dist_info: Path) -> None:
