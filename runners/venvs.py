@@ -44,6 +44,7 @@ from urllib.parse import unquote, urlparse
 
 from tasks import CoevoError
 
+from .egress import urls_in
 from .envspec import EnvSpec, FolderTree, TreeReader
 from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
 
@@ -199,6 +200,16 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
         content = tree.read(path)
         add("file", path, b"\0missing" if content is None else hashlib.sha256(content).digest())
     return digest.hexdigest()[:24]
+
+
+def pip_urls(spec: EnvSpec, tree: TreeReader) -> list[str]:
+    """The URLs a revision's pip installs name (indexes, find-links, direct references), in its
+    install arguments and in the requirement and constraint files those read."""
+    texts = [" ".join(args) for args in spec.install]
+    for path in sorted(_named_files(spec.install, tree)):
+        if PurePosixPath(path).name not in _BUILD_FILES:
+            texts.append((tree.read(path) or b"").decode("utf-8", errors="replace"))
+    return [url for text in texts for url in urls_in(text)]
 
 
 def _named_files(install: tuple[tuple[str, ...], ...], tree: TreeReader) -> set[str]:
