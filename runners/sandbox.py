@@ -11,9 +11,10 @@ import os
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Protocol
@@ -65,6 +66,14 @@ class Sandbox(Protocol):
 
     def close(self) -> None:
         """Stops everything the sandbox started and frees it; safe to call twice."""
+
+    def scratch(self) -> Path:
+        """A folder for per-run files that commands see at the same path; in Docker, one that no
+        other container sees (removed on :meth:`close`)."""
+
+    def writable(self, folders: Sequence[Path]) -> contextlib.AbstractContextManager[Sandbox]:
+        """A sandbox like this one in which ``folders`` (host paths, seen at the same paths) are
+        writable too, for a ``with`` block: in Docker a container of its own, on the host this one."""
 
 
 class LocalSandbox:
@@ -144,6 +153,13 @@ class LocalSandbox:
             running = list(self._running)
         for proc in running:
             _kill_group(proc)
+
+    def scratch(self) -> Path:
+        return Path(tempfile.gettempdir())  # the host shares everything with everyone, by design
+
+    @contextlib.contextmanager
+    def writable(self, folders: Sequence[Path]) -> Iterator[LocalSandbox]:
+        yield self  # everything the user may write is writable already
 
 
 class UnsafePath(CoevoError):

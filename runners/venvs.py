@@ -292,8 +292,10 @@ def venv_for(
 ) -> Path:
     """The venv for ``spec``, built on first use (``pip install`` of each ``spec.install``).
 
-    Installs run through ``sandbox`` (default: a LocalSandbox over ``worktree``) in a scratch
-    copy of the worktree; a lock file keeps two processes from building the same venv. Raises
+    Installs run in a scratch copy of the worktree, in a sandbox like ``sandbox`` (default: a
+    LocalSandbox over ``worktree``) in which only the venv and that copy are writable (in Docker a
+    container of its own: whatever runs later sees the venv read-only); a lock file keeps two
+    processes from building the same venv. Raises
     :class:`VenvBuildFailed` with pip's first error line. ``python`` is the interpreter as the
     sandbox sees it (a container's own); by default the host's closest to the spec's version.
     """
@@ -351,22 +353,15 @@ def pip_env() -> dict[str, str]:
 def _build(
     venv: Path, spec: EnvSpec, found: FoundPython, worktree: Path, sandbox: Sandbox, deadline: float
 ) -> None:
-    created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
-    if not created.ok:
-        raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
-    python = str(venv_python(venv))
+    """Creates the venv and runs the installs in a sandbox where only it and the staging copy are
+    writable (in Docker, a container of their own: the revision's later steps see the venv read-only)."""
+    venv.mkdir()
     staging = Path(tempfile.mkdtemp(prefix=f"{venv.name}.src-", dir=venv.parent))
     try:
         copy = staging / "project"
         shutil.copytree(worktree, copy, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
-        env = {**pip_env(), **_scm_version_env(copy)}
-        for args in spec.install:
-            argv = [python, "-m", "pip", "install", *_without_editable(args)]
-            result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=str(copy))
-            if not result.ok:
-                what = "pip install " + " ".join(args)
-                reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
-                raise VenvBuildFailed(f"{what}: {reason}", result)
+        with sandbox.writable((venv, staging)) as installer:
+            _install(venv, spec, found, copy, installer, deadline)
         _strip_local_projects(venv, copy)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -382,6 +377,23 @@ def _build(
     partial.unlink(missing_ok=True)
     write_beneath(venv, partial.name, json.dumps(marker, indent=1).encode())
     partial.replace(venv / MARKER)
+
+
+def _install(
+    venv: Path, spec: EnvSpec, found: FoundPython, copy: Path, sandbox: Sandbox, deadline: float
+) -> None:
+    created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
+    if not created.ok:
+        raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
+    python = str(venv_python(venv))
+    env = {**pip_env(), **_scm_version_env(copy)}
+    for args in spec.install:
+        argv = [python, "-m", "pip", "install", *_without_editable(args)]
+        result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=str(copy))
+        if not result.ok:
+            what = "pip install " + " ".join(args)
+            reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
+            raise VenvBuildFailed(f"{what}: {reason}", result)
 
 
 def _left(deadline: float) -> float:
