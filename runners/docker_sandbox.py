@@ -13,6 +13,7 @@ as long as the sandbox and is always removed: on :meth:`close`, on Ctrl-C, and b
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
 import shutil
 import tempfile
@@ -234,6 +235,15 @@ class DockerSandbox:
             timed_out=timed_out,
             truncated=stdout.truncated or stderr.truncated,
         )
+
+    def commit(self, tag: str) -> None:
+        """Saves the container's files (not its mounts) as image ``tag``, with its image's command and
+        working folder (the container's label stays on the image: Docker cannot drop one)."""
+        container = self._started()
+        config = self._client.images.get(self._image).attrs.get("Config") or {}
+        changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"WORKDIR {config.get('WorkingDir') or '/'}"]
+        repository, _, name = tag.rpartition(":")
+        container.commit(repository=repository, tag=name, changes=changes)
 
     def write_file(self, path: str, data: bytes) -> None:
         """Writes into the worktree from the host, following no link the container may have made."""

@@ -27,7 +27,7 @@ from tasks import CoevoError
 from .buildtools import BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from .envspec import EnvSpec, FolderTree, maven_download_urls
+from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls
 from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_PIT,
@@ -188,7 +188,8 @@ def prepare_environment(
         ), cached
     if build_files:
         plan = deps_image_plan(plan, build_files, build_args)
-        cached = build_image(client, plan) and cached
+        egress = egress_policy("java", maven_repository_urls(build_files))
+        cached = build_image(client, plan, egress) and cached
     jdk_feature = int(plan.key.removeprefix("java"))
     maven = MavenTool(
         maven_repo=_IMAGE_M2,
