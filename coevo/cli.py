@@ -788,7 +788,7 @@ def env_setup() -> None:
 def env_show(
     target: str, language: str, maven_args: tuple[str, ...], base_images: tuple[str, ...], as_json: bool
 ) -> None:
-    """Show the environment spec detected for a revision and the Dockerfiles rendered from it.
+    """Show the environment spec detected for a revision and the images' Dockerfiles or scripts.
 
     Example: coevo env show ./my-repo@v1.2.0
     """
@@ -797,7 +797,9 @@ def env_show(
         payload = {
             "revision": sha,
             **dataclasses.asdict(spec),
-            "images": [{"tag": plan.tag, "dockerfile": plan.dockerfile} for plan in images],
+            "images": [
+                {"tag": plan.tag, "dockerfile": plan.dockerfile, "script": plan.script} for plan in images
+            ],
         }
         click.echo(json.dumps(payload, indent=2))
         return
@@ -816,7 +818,7 @@ def env_show(
         out.print(f"\nimage      {plan.tag}", highlight=False)
         for note in plan.notes:
             out.print(f"note       {note}", highlight=False)
-        out.print(plan.dockerfile.rstrip(), highlight=False, markup=False)
+        out.print((plan.dockerfile or plan.script).rstrip(), highlight=False, markup=False)
 
 
 @env.command("build")

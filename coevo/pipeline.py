@@ -149,7 +149,7 @@ def build_and_test(
     image = environment.image.tag if environment.image else None
     with tempfile.TemporaryDirectory(prefix="coevo-worktree-") as tmp:
         worktree = export_revision(path, sha, Path(tmp) / "work")
-        builder = environment.sandbox(worktree, network=True)
+        builder = environment.builder(worktree)
         try:
             built = environment.tool.build(builder, spec, timeout)
         finally:

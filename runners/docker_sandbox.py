@@ -1,24 +1,33 @@
 """DockerSandbox: the same commands as LocalSandbox, in a container with limits and no network.
 
 The worktree is bind-mounted at ``/work``; caches (the Maven repository) are mounted
-beside it. The container lives as long as the sandbox and is always removed: on
-:meth:`close`, on Ctrl-C, and by :func:`remove_leftovers` after a kill.
+beside it, read-only unless a :class:`Mount` says otherwise; a private scratch folder
+(:meth:`DockerSandbox.scratch`) is mounted at its host path. With an
+:class:`~runners.egress.EgressPolicy` the container still has no network interface but
+loopback: a relay in it reaches an :class:`~runners.egress.EgressProxy` of this process
+through a mounted Unix socket, and only the policy's hosts lie beyond. The container lives
+as long as the sandbox and is always removed: on :meth:`close`, on Ctrl-C, and by
+:func:`remove_leftovers` after a kill.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shlex
+import shutil
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks import InfrastructureError
+from tasks import CoevoError, InfrastructureError
 
-from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult
+from .egress import PROXY_ENV, RELAY_READY, SOCKET_DIR, EgressPolicy, EgressProxy, relay_command
+from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult, read_beneath, write_beneath
 
 LABEL = "coevo.sandbox"
 WORKDIR = "/work"
@@ -35,6 +44,10 @@ class Mount:
 
 class DockerUnavailable(InfrastructureError):
     """No Docker daemon answers."""
+
+
+class EgressUnavailable(InfrastructureError):
+    """A build container's relay to the egress proxy did not start (an image without socat)."""
 
 
 def docker_client() -> Any:
@@ -79,10 +92,15 @@ class DockerSandbox:
         output_limit: int = DEFAULT_OUTPUT_LIMIT,
         workdir: str = WORKDIR,
         tmpfs: Mapping[str, str] | None = None,
+        egress: EgressPolicy | None = None,
+        scratch: bool = True,
         hardened: bool = False,
     ) -> None:
-        """``tmpfs``: in-memory folders (path inside → options, ``size=1g``), gone with the container.
-        ``hardened``: no Linux capabilities and no privilege gain (for agents, which need neither)."""
+        """``network``: the default bridge, open to everything (trusted agents only); ``egress``:
+        no network but the policy's hosts, through the proxy (builds). ``tmpfs``: in-memory folders
+        (path inside → options, ``size=1g``), gone with the container. ``scratch``: mount a
+        private scratch folder (:meth:`scratch`). ``hardened``: no Linux capabilities and no
+        privilege gain (for agents, which need neither)."""
         self.workdir = workdir
         self._client = client
         self._image = image
@@ -92,11 +110,15 @@ class DockerSandbox:
         self._hardened = hardened
         self._env = dict(env or {})
         self._network = network
+        self._egress = egress
         self._cpus = cpus
         self._memory = memory
         self._pids = pids
         self._limit = output_limit
         self._container: Any = None
+        self._proxy: EgressProxy | None = None
+        self._with_scratch = scratch
+        self._scratch: Path | None = None
 
     def _started(self) -> Any:
         if self._container is None:
@@ -104,14 +126,22 @@ class DockerSandbox:
             volumes |= {
                 str(m.host): {"bind": m.inside, "mode": "rw" if m.writable else "ro"} for m in self._mounts
             }
+            if self._with_scratch:
+                scratch = self.scratch()
+                volumes[str(scratch)] = {"bind": str(scratch), "mode": "rw"}
+            command = ["sleep", "infinity"]
+            if self._egress is not None:
+                self._proxy = EgressProxy(self._egress)
+                volumes[str(self._proxy.start())] = {"bind": SOCKET_DIR, "mode": "ro"}
+                command = relay_command()
             self._container = self._client.containers.run(
                 self._image,
-                command=["sleep", "infinity"],
+                command=command,
                 detach=True,
                 working_dir=self.workdir,
                 environment=self._env,
                 volumes=volumes,
-                network_mode="bridge" if self._network else "none",
+                network_mode="bridge" if self._network and self._egress is None else "none",
                 nano_cpus=int(self._cpus * 1e9),
                 mem_limit=self._memory,
                 pids_limit=self._pids,
@@ -120,7 +150,46 @@ class DockerSandbox:
                 tmpfs=self._tmpfs or None,
                 **({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]} if self._hardened else {}),
             )
+            if self._egress is not None and self._container.exec_run(RELAY_READY).exit_code != 0:
+                self.close()
+                raise EgressUnavailable(f"the egress relay (socat) did not start in {self._image}")
         return self._container
+
+    def scratch(self) -> Path:
+        """A host folder of this sandbox's own, seen at the same path inside: per-run files (a test
+        runner's plugin, its results) go there, out of reach of every other container; removed on
+        :meth:`close`."""
+        if not self._with_scratch:
+            raise CoevoError(f"{self.describe()} has no scratch folder")
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="coevo-scratch-"))
+        return self._scratch
+
+    @contextlib.contextmanager
+    def writable(self, folders: Sequence[Path]) -> Iterator[DockerSandbox]:
+        """A sandbox like this one (image, worktree, network, egress) whose ``folders`` (host paths,
+        seen at the same paths) are also writable, in a container of its own, for the block."""
+        sandbox = DockerSandbox(
+            self._client,
+            self._image,
+            self._worktree,
+            mounts=(*self._mounts, *(Mount(folder, str(folder), writable=True) for folder in folders)),
+            env=self._env,
+            network=self._network,
+            cpus=self._cpus,
+            memory=self._memory,
+            pids=self._pids,
+            output_limit=self._limit,
+            workdir=self.workdir,
+            tmpfs=self._tmpfs,
+            egress=self._egress,
+            scratch=self._with_scratch,
+            hardened=self._hardened,
+        )
+        try:
+            yield sandbox
+        finally:
+            sandbox.close()
 
     def exec(
         self,
@@ -135,11 +204,14 @@ class DockerSandbox:
         # deadline only guards against a wedged daemon.
         command = ["timeout", "--signal=KILL", f"{max(timeout, 1):.0f}", *argv]
         api = self._client.api
+        environment = dict(env or {})
+        if self._egress is not None:
+            environment |= PROXY_ENV  # the host's proxy settings (pip_env) would lead nowhere
         exec_id = api.exec_create(
             container.id,
             command,
             workdir=cwd or self.workdir,
-            environment=dict(env or {}),
+            environment=environment,
             stdout=True,
             stderr=True,
         )["Id"]
@@ -169,20 +241,34 @@ class DockerSandbox:
             truncated=stdout.truncated or stderr.truncated,
         )
 
+    def commit(self, tag: str) -> None:
+        """Saves the container's files (not its mounts) as image ``tag``, with its image's command and
+        working folder (the container's label stays on the image: Docker cannot drop one)."""
+        container = self._started()
+        config = self._client.images.get(self._image).attrs.get("Config") or {}
+        changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"WORKDIR {config.get('WorkingDir') or '/'}"]
+        repository, _, name = tag.rpartition(":")
+        container.commit(repository=repository, tag=name, changes=changes)
+
     def write_file(self, path: str, data: bytes) -> None:
-        target = self._worktree / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        """Writes into the worktree from the host, following no link the container may have made."""
+        write_beneath(self._worktree, path, data)
 
     def read_file(self, path: str) -> bytes | None:
-        target = self._worktree / path
-        return target.read_bytes() if target.is_file() else None
+        """Reads from the worktree on the host; a symbolic link reads as no file."""
+        return read_beneath(self._worktree, path)
 
     def close(self) -> None:
         container, self._container = self._container, None
         if container is not None:
             with contextlib.suppress(Exception):
                 container.remove(force=True)
+        proxy, self._proxy = self._proxy, None
+        if proxy is not None:
+            proxy.close()
+        scratch, self._scratch = self._scratch, None
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
 
     def __enter__(self) -> DockerSandbox:
         return self

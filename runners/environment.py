@@ -1,10 +1,18 @@
 """An environment for a revision: a sandbox of the chosen backend and the build tool set up for it.
 
-``local`` runs on the host (JDK chosen to fit, a venv per environment hash);
-``docker`` runs in images layered base (OS, JDK and Maven or Python, coevo's tools)
-→ deps (Java: the revision's poms with their dependencies resolved into the image),
-with the Maven repository (Java) or the venvs (Python, mounted at their host paths)
-as shared caches for whatever the layers lack; ``auto`` is Docker when a daemon answers.
+``local`` runs on the host (JDK chosen to fit, a venv per environment hash), with the
+user's rights and network: nothing is isolated there, by design. ``docker`` runs in images
+layered base (OS, JDK and Maven or Python, coevo's tools) → deps (Java: the revision's
+poms with their dependencies resolved into the image); ``auto`` is Docker when a daemon
+answers.
+
+In Docker the shared caches (the Maven repository ``$COEVO_M2``; the venvs, mounted at
+their host paths) are mounted read-only into every container. A Java build writes what it
+downloads into the revision's own repository (``m2/`` beside its worktree), searched
+before the deps image's and the shared one (``maven.repo.local.tail``) and read-only in the
+revision's test containers; a Python build installs into its venv in a container of its own
+where only that venv is writable (:func:`~runners.venvs.venv_for`). Builds reach the
+network only through the egress proxy (:mod:`runners.egress`); test runs not at all.
 """
 
 from __future__ import annotations
@@ -18,7 +26,8 @@ from tasks import CoevoError
 
 from .buildtools import BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
-from .envspec import EnvSpec
+from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
+from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls
 from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_PIT,
@@ -33,16 +42,24 @@ from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
-from .venvs import FoundPython, venvs_root
+from .venvs import FoundPython, pip_urls, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
+REVISION_M2 = "m2"
+"""A revision's own Maven repository (Docker), beside its worktree."""
 _IMAGE_TOOLS = "/opt/coevo/tools"
 _IMAGE_M2 = "/root/.m2/repository"
+_IMAGE_SHARED_M2 = "/opt/coevo/shared-m2"
 
 
 class BackendUnsupported(CoevoError):
     """The chosen backend cannot run this kind of environment yet."""
+
+
+def revision_repository(worktree: Path) -> Path:
+    """The revision's own Maven repository on the host: what its build downloads (Docker)."""
+    return worktree.parent / REVISION_M2
 
 
 @dataclass(frozen=True)
@@ -54,22 +71,52 @@ class Environment:
     tool: BuildTool
     image: ImagePlan | None = None
     mounts: tuple[Mount, ...] = ()
-    """Host folders the container sees (the Maven repository, the venvs)."""
+    """Shared caches the containers see (the Maven repository, the venvs), read-only."""
     same_paths: bool = False
     """Mount the worktree at its host path: tools that share files by path (pytest's venvs) need it."""
+    revision_repository: str | None = None
+    """Where containers see the revision's own Maven repository (Java in Docker)."""
 
-    def sandbox(self, worktree: Path, network: bool = False) -> Sandbox:
-        """A sandbox over ``worktree``; the network is off unless asked (builds that download)."""
+    def sandbox(self, worktree: Path, repository: Path | None = None) -> Sandbox:
+        """Where a built revision's tests run: no network, every cache and repository read-only.
+        ``repository``: the revision's own Maven repository (default: beside ``worktree``)."""
         if self.image is None:
             return LocalSandbox(worktree)
-        for mount in self.mounts:
+        return self._docker(worktree, building=False, egress=None, repository=repository)
+
+    def builder(self, worktree: Path, network: bool = True) -> Sandbox:
+        """Where the revision builds: its own Maven repository writable, the shared caches read-only,
+        and (``network``) the package registries and the hosts the revision declares reachable
+        through the egress proxy, nothing else."""
+        if self.image is None:
+            return LocalSandbox(worktree)
+        return self._docker(worktree, building=True, egress=self.egress(worktree) if network else None)
+
+    def egress(self, worktree: Path) -> EgressPolicy:
+        """What a build of ``worktree`` may reach: the registries, the host's indexes, the hosts it names."""
+        tree = FolderTree(worktree)
+        if self.spec.language == "java":
+            return egress_policy("java", maven_download_urls(tree, self.spec))
+        return egress_policy(self.spec.language, pip_urls(self.spec, tree))
+
+    def _docker(
+        self, worktree: Path, building: bool, egress: EgressPolicy | None, repository: Path | None = None
+    ) -> DockerSandbox:
+        assert self.image is not None
+        mounts = list(self.mounts)
+        if self.revision_repository is not None:
+            own = repository or revision_repository(worktree)
+            mounts.append(Mount(own, self.revision_repository, writable=building))
+        for mount in mounts:
             mount.host.mkdir(parents=True, exist_ok=True)
+        if building and self.spec.language == "java":
+            mounts.append(Mount(MAVEN_SETTINGS, "/root/.m2/settings.xml"))
         return DockerSandbox(
             docker_client(),
             self.image.tag,
             worktree,
-            mounts=self.mounts,
-            network=network,
+            mounts=mounts,
+            egress=egress,
             workdir=str(worktree) if self.same_paths else WORKDIR,
         )
 
@@ -139,12 +186,14 @@ def prepare_environment(
         python = plan.key.removeprefix("python")
         interpreter = FoundPython(Path(f"/usr/bin/python{python}"), f"{python} in {plan.tag}")
         venvs = venvs_root()
-        tool = PytestTool(python=interpreter, scratch_root=venvs / "scratch")
-        mounts = (Mount(venvs, str(venvs), writable=True),)
-        return Environment("docker", spec, tool, plan, mounts, same_paths=True), cached
+        mounts = (Mount(venvs, str(venvs)),)
+        return Environment(
+            "docker", spec, PytestTool(python=interpreter), plan, mounts, same_paths=True
+        ), cached
     if build_files:
         plan = deps_image_plan(plan, build_files, build_args)
-        cached = build_image(client, plan) and cached
+        egress = egress_policy("java", maven_repository_urls(build_files))
+        cached = build_image(client, plan, egress) and cached
     jdk_feature = int(plan.key.removeprefix("java"))
     maven = MavenTool(
         maven_repo=_IMAGE_M2,
@@ -153,8 +202,8 @@ def prepare_environment(
             home=Path(f"/usr/lib/jvm/java-{jdk_feature}-openjdk-amd64"), feature=jdk_feature
         ),
         maven_args=build_args,
-        repo_tail=IMAGE_DEPS_REPO if build_files else None,
+        repo_tail=",".join([IMAGE_DEPS_REPO, _IMAGE_SHARED_M2] if build_files else [_IMAGE_SHARED_M2]),
         pit_dir=IMAGE_PIT,
     )
-    m2 = (Mount(Path(maven_repository()), _IMAGE_M2, writable=True),)
-    return Environment("docker", spec, maven, plan, m2), cached
+    shared = (Mount(Path(maven_repository()), _IMAGE_SHARED_M2),)
+    return Environment("docker", spec, maven, plan, shared, revision_repository=_IMAGE_M2), cached

@@ -10,7 +10,7 @@ import re
 import subprocess
 import tomllib
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from configparser import ConfigParser
 from configparser import Error as ConfigError
 from dataclasses import dataclass, field
@@ -171,6 +171,42 @@ def maven_build_files(tree: TreeReader, spec: EnvSpec) -> dict[str, bytes]:
         if content is not None:
             found[path] = content
     return found
+
+
+_WRAPPER_PROPERTIES = ".mvn/wrapper/maven-wrapper.properties"
+_REPOSITORY_TAGS = ("repository", "pluginRepository")
+
+
+def maven_download_urls(tree: TreeReader, spec: EnvSpec) -> list[str]:
+    """Where a revision's Maven build says it downloads from, besides Maven Central: its poms'
+    repositories (:func:`maven_repository_urls`) and its wrapper's ``distributionUrl``/``wrapperUrl``."""
+    urls = maven_repository_urls(maven_build_files(tree, spec))
+    wrapper = (tree.read(_WRAPPER_PROPERTIES) or b"").decode("utf-8", errors="replace")
+    for line in wrapper.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("distributionUrl", "wrapperUrl"):
+            urls.append(value.strip().replace("\\:", ":"))
+    return urls
+
+
+def maven_repository_urls(build_files: Mapping[str, bytes]) -> list[str]:
+    """The ``<repository>``/``<pluginRepository>`` URLs of the poms among ``build_files`` (profiles
+    included; URLs built from properties are skipped). Repositories that only parent or dependency
+    poms declare are not seen."""
+    urls: list[str] = []
+    for path, content in build_files.items():
+        if not path.endswith("pom.xml"):
+            continue
+        try:
+            root = ET.fromstring(content)
+        except ET.ParseError:
+            continue
+        for node in root.iter():
+            if _POM_NS.sub("", node.tag) in _REPOSITORY_TAGS:
+                url = next((c.text for c in node if _POM_NS.sub("", c.tag) == "url"), None)
+                if url and "${" not in url:
+                    urls.append(url.strip())
+    return urls
 
 
 # --- Java ---------------------------------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 The plan is a pure value: rendering it runs nothing, and its tag is a hash of
 everything that went into it, so a changed template, CA bundle or tool jar makes a
-new image and an unchanged one is a cache hit.
+new image and an unchanged one is a cache hit. Base images are built with ``docker build``
+(only coevo's own steps run there); a deps image runs the revision's build, so it is made
+in a build container instead (no network but the egress proxy, no cache mounted) and
+committed.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import jinja2
 
 from tasks import InfrastructureError
 
+from .docker_sandbox import DockerSandbox
+from .egress import MAVEN_SETTINGS, EgressPolicy
 from .envspec import EnvSpec
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
 from .tools import PIT_JUNIT5_VERSION, PIT_VERSION
@@ -29,6 +34,10 @@ DEFAULT_FROM = "debian:bookworm-slim"
 CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
 IMAGE_DEPS_REPO = "/opt/coevo/m2"
 """Where a deps image keeps the dependencies it resolved (Maven's ``maven.repo.local.tail``)."""
+IMAGE_DEPS_BUILD = "/opt/coevo/deps-build"
+"""Where a deps image's build sees the revision's build files (mounted, not kept in the image)."""
+_DEPS_SETTINGS = ".coevo-maven-settings.xml"
+_DEPS_TIMEOUT = 3600.0
 IMAGE_PIT = "/opt/coevo/pit/lib"
 """PIT's command line and its dependencies, one jar each, in Java base images."""
 PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
@@ -63,6 +72,9 @@ class ImagePlan:
     """(name in the build context, content): files coevo generates or reads from a revision."""
     base: str | None = None
     """The tag of the image this one starts from, when that is another plan (deps on base)."""
+    script: str = ""
+    """For an image made by running a shell script in a container of ``base`` over ``files``
+    and committing it (a deps image): the script; ``dockerfile`` is then empty."""
 
 
 def host_ca_bundle() -> Path | None:
@@ -132,23 +144,25 @@ def deps_image_plan(
     """The deps image over ``base``: a revision's build files with their dependencies resolved.
 
     Maven resolves everything ``test-compile`` and the test classpath need into
-    :data:`IMAGE_DEPS_REPO` inside the image, which builds then read as a second, read-only
-    local repository: a source change reuses the image, a pom change rebuilds only this layer.
+    :data:`IMAGE_DEPS_REPO` inside the image, which builds then read as a read-only tail
+    repository: a source change reuses the image, a pom change rebuilds only this layer.
     Resolution never fails the image (``--fail-never``): whatever it missed (a sibling module's
-    artifact, a plugin's own download) a build fetches into the shared repository.
+    artifact, a plugin's own download) a build fetches into the revision's own repository.
     """
     if not base.key.startswith("java"):
         raise ImageBuildFailed(f"no deps image for {base.key}: Python dependencies live in cached venvs")
-    files = tuple((f"build/{path}", content) for path, content in sorted(build_files.items()))
-    dockerfile = _templates.get_template("java-deps.Dockerfile.j2").render(
+    files = tuple(sorted(build_files.items()))
+    script = _templates.get_template("java-deps.sh.j2").render(
         base_tag=base.tag,
+        build_dir=IMAGE_DEPS_BUILD,
+        settings=f"{IMAGE_DEPS_BUILD}/{_DEPS_SETTINGS}",
         deps_repo=IMAGE_DEPS_REPO,
         maven_args=" ".join(shlex.quote(arg) for arg in build_args),
         skip_properties=" ".join(SKIP_PROPERTIES),
         dependency_plugin=DEPENDENCY_PLUGIN,
     )
-    tag = f"coevo-deps:{base.key}-{_content_hash(dockerfile, (), files)}"
-    return ImagePlan(tag, base.key, dockerfile, (), (), files, base=base.tag)
+    tag = f"coevo-deps:{base.key}-{_content_hash(script, (), files)}"
+    return ImagePlan(tag, base.key, "", (), (), files, base=base.tag, script=script)
 
 
 def _content_hash(
@@ -162,8 +176,11 @@ def _content_hash(
     return digest.hexdigest()[:12]
 
 
-def build_image(client: Any, plan: ImagePlan) -> bool:
-    """Builds the planned image unless its tag exists; returns True on a cache hit."""
+def build_image(client: Any, plan: ImagePlan, egress: EgressPolicy | None = None) -> bool:
+    """Builds the planned image unless its tag exists; returns True on a cache hit.
+
+    ``egress``: what the script of a committed image (:attr:`ImagePlan.script`) may reach.
+    """
     from docker.errors import BuildError, ImageNotFound
 
     try:
@@ -171,6 +188,9 @@ def build_image(client: Any, plan: ImagePlan) -> bool:
         return True
     except ImageNotFound:
         pass
+    if plan.script:
+        _run_and_commit(client, plan, egress)
+        return False
     with tempfile.TemporaryDirectory(prefix="coevo-image-") as tmp:
         root = Path(tmp)
         (root / "Dockerfile").write_text(plan.dockerfile)
@@ -187,6 +207,28 @@ def build_image(client: Any, plan: ImagePlan) -> bool:
             last = next((line for line in reversed(lines) if line), str(exc))
             raise ImageBuildFailed(f"building {plan.tag} failed: {last}") from None
     return False
+
+
+def _run_and_commit(client: Any, plan: ImagePlan, egress: EgressPolicy | None) -> None:
+    """Runs the plan's script in a build container of its base over its files, then commits it."""
+    assert plan.base is not None
+    with tempfile.TemporaryDirectory(prefix="coevo-image-", ignore_cleanup_errors=True) as tmp:
+        folder = Path(tmp)
+        for name, content in plan.files:
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_bytes(content)
+        shutil.copyfile(MAVEN_SETTINGS, folder / _DEPS_SETTINGS)
+        sandbox = DockerSandbox(
+            client, plan.base, folder, egress=egress, workdir=IMAGE_DEPS_BUILD, scratch=False
+        )
+        try:
+            result = sandbox.exec(["sh", "-c", plan.script], _DEPS_TIMEOUT)
+            if not result.ok:
+                last = (result.stderr or result.stdout).strip().splitlines()[-1:] or ["no output"]
+                raise ImageBuildFailed(f"building {plan.tag} failed: {last[0]}")
+            sandbox.commit(plan.tag)
+        finally:
+            sandbox.close()
 
 
 def _file_digest(path: Path) -> bytes:

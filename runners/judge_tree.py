@@ -24,6 +24,7 @@ from pathlib import Path
 
 from .maven import STATE_DIR, classpath_file
 from .revisions import BuiltRevision
+from .sandbox import read_beneath, write_beneath
 from .worktree import export_revision
 
 _CLASSPATH_DIR = f"{STATE_DIR}/classpath"
@@ -66,14 +67,15 @@ def judge_tree(
 def _copy_java_outputs(worktree: Path, dest: Path, modules: Iterable[str]) -> None:
     """Each module's ``target/`` and coevo's classpath files, their paths moved to ``dest``."""
     for module in modules:
+        # The build ran the project's code: a link it left is copied as a link, never followed.
         target = worktree / module / "target" if module else worktree / "target"
-        if target.is_dir():
+        if target.is_dir() and not target.is_symlink() and not target.parent.is_symlink():
             shutil.copytree(target, dest / target.relative_to(worktree), symlinks=True, dirs_exist_ok=True)
-        listed = worktree / classpath_file(module)
-        if listed.is_file():
-            moved = dest / classpath_file(module)
-            moved.parent.mkdir(parents=True, exist_ok=True)
-            moved.write_text(_moved_classpath(listed.read_text(), worktree, dest))
+        listed = read_beneath(worktree, classpath_file(module))
+        if listed is not None:
+            moved = classpath_file(module)
+            text = _moved_classpath(listed.decode("utf-8", errors="replace"), worktree, dest)
+            write_beneath(dest, moved, text.encode())
     (dest / STATE_DIR).mkdir(exist_ok=True)
     (dest / STATE_DIR / ".gitignore").write_text("*\n")
 
@@ -96,13 +98,21 @@ def _remove_compiled_java(dest: Path, module: str, test_file: str) -> None:
     shutil.rmtree(root / "generated-test-sources", ignore_errors=True)
     package = _package_folder(dest / test_file, test_file)
     folder = root / "test-classes" / package
+    for above in reversed([folder, *folder.parents]):
+        if above.is_relative_to(dest) and above.is_symlink():
+            above.unlink()  # a link the build left where the gold's classes are: none of it is copied
+            return
     if not folder.is_dir():
         return
     name = os.path.basename(test_file)
     for class_file in folder.glob("*.class"):
+        if class_file.is_symlink():  # a build's link could lead to any class: none is kept
+            class_file.unlink()
+            continue
+        data = read_beneath(folder, class_file.name)
         try:
-            source = source_file_of(class_file.read_bytes())
-        except (OSError, ValueError):
+            source = source_file_of(data) if data is not None else None
+        except ValueError:
             source = None
         stem = class_file.name.split("$")[0].removesuffix(".class")
         # A class that does not say its source (compiled with -g:none) goes when its name says so.

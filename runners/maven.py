@@ -80,6 +80,7 @@ _MAVEN_NOISE = re.compile(
 )
 _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
+_JVM_NOTE = "Picked up JAVA_TOOL_OPTIONS"
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
 _JUNIT_FAMILY = re.compile(
     r"/(org/junit/(platform|jupiter|vintage)|junit/junit|junit/junit-dep|org/opentest4j|org/apiguardian)/"
@@ -146,7 +147,7 @@ def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None) -> list[s
         return ["mvn"]
     found = re.search(rb"apache-maven/(\d+)\.(\d+)\.(\d+)", wrapper_properties or b"")
     if found and tuple(int(part) for part in found.groups()) >= _OLDEST_WRAPPED_MAVEN:
-        return ["sh", "mvnw"]
+        return ["sh", "./mvnw"]
     return ["mvn"]
 
 
@@ -797,7 +798,8 @@ def _pit_error(log: ExecResult) -> str:
 def _last_line(log: ExecResult) -> str:
     for text in (log.stderr, log.stdout):
         lines = [_ANSI.sub("", line).strip() for line in text.splitlines()]
-        lines = [line for line in lines if line and not line.startswith("at ")]
+        # "Picked up JAVA_TOOL_OPTIONS: …": every JVM of a build container says how it finds the proxy.
+        lines = [line for line in lines if line and not line.startswith(("at ", _JVM_NOTE))]
         if lines:
             return lines[-1]
     return f"exit code {log.exit_code}"

@@ -28,7 +28,7 @@ from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import Outcome, TestResult
-from .sandbox import ExecResult, Sandbox
+from .sandbox import ExecResult, Sandbox, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
     NoPython,
@@ -209,11 +209,9 @@ class PytestTool:
 
     name = "pip"
 
-    def __init__(self, python: FoundPython | None = None, scratch_root: Path | None = None) -> None:
-        """``python``: the interpreter as the sandbox sees it (default: the host's); ``scratch_root``:
-        where per-run files go, a folder the sandbox shares with the host (default: the temp dir)."""
+    def __init__(self, python: FoundPython | None = None) -> None:
+        """``python``: the interpreter as the sandbox sees it (default: the host's)."""
         self._python = python
-        self._scratch_root = scratch_root
 
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Ensures the venv, then collects the tests to prove the project imports.
@@ -267,27 +265,29 @@ class PytestTool:
         files = list(dict.fromkeys(f for f in map(_file_of, requested) if _is_file_in(worktree, f)))
         if not files:
             return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested)), []
-        if self._scratch_root is not None:
-            self._scratch_root.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(prefix="coevo-pytest-", dir=self._scratch_root) as scratch_name:
+        # The sandbox's own scratch folder: no other container (another run's tests) can reach
+        # this run's files, and being outside the worktree, coverage does not measure them.
+        # The tests can write there, so the host writes and reads following no link.
+        with tempfile.TemporaryDirectory(
+            prefix="coevo-pytest-", dir=sandbox.scratch(), ignore_cleanup_errors=True
+        ) as scratch_name:
             scratch = Path(scratch_name)
-            (scratch / f"{_PLUGIN}.py").write_text(_PLUGIN_SOURCE)
-            (scratch / "select.json").write_text(json.dumps(requested))
+            write_beneath(scratch, f"{_PLUGIN}.py", _PLUGIN_SOURCE.encode())
+            write_beneath(scratch, "select.json", json.dumps(requested).encode())
             env = {
                 **_test_env(venv, worktree, (scratch,)),
                 "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
                 "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
             }
             if mutant is not None:
-                (scratch / "mutant.py").write_bytes(mutant.source)
+                write_beneath(scratch, "mutant.py", mutant.source)
                 env["COEVO_MUTANT_TARGET"] = str(worktree / mutant.file)
                 env["COEVO_MUTANT_SOURCE"] = str(scratch / "mutant.py")
             python = str(venv_python(venv))
             runner = [python, "-m", "pytest"]
             if coverage:
-                (scratch / "coveragerc").write_text(
-                    f"[run]\nsource =\n    {worktree.resolve()}\ndata_file = {scratch / 'coverage.data'}\n"
-                )
+                rc = f"[run]\nsource =\n    {worktree.resolve()}\ndata_file = {scratch / 'coverage.data'}\n"
+                write_beneath(scratch, "coveragerc", rc.encode())
                 rcfile = f"--rcfile={scratch / 'coveragerc'}"
                 runner = [python, "-m", "coverage", "run", rcfile, "-m", "pytest"]
                 env["COEVO_PYTEST_COVERAGE"] = "1"
@@ -303,7 +303,7 @@ class PytestTool:
                 *files,
             ]
             log = sandbox.exec(argv, timeout=_left(deadline), env=env)
-            records = _read_records(scratch / "results.jsonl")
+            records = _read_records(read_beneath(scratch, "results.jsonl"))
             results = _results(requested, records, log, worktree)
             lines: dict[str, Coverage] = {}
             if coverage:
@@ -493,11 +493,9 @@ def _relative(path: str, worktree: Path | None) -> str:
     return path
 
 
-def _read_records(path: Path) -> list[dict]:
+def _read_records(data: bytes | None) -> list[dict]:
     records: list[dict] = []
-    if not path.is_file():
-        return records
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in (data or b"").decode("utf-8", errors="replace").splitlines():
         try:
             records.append(json.loads(line))
         except ValueError:  # the last line of a killed run may be cut short
@@ -594,13 +592,17 @@ def _read_coverage(
     data = scratch / "coverage.data"
     if not data.is_file():
         return {}
-    (scratch / "read_coverage.py").write_text(_COVERAGE_READER)
+    write_beneath(scratch, "read_coverage.py", _COVERAGE_READER.encode())
     out = scratch / "coverage.json"
     argv = [python, str(scratch / "read_coverage.py"), str(data), str(out)]
     result = sandbox.exec(argv, timeout=min(_left(deadline) + 60, _COVERAGE_READ_TIMEOUT))
-    if not result.ok or not out.is_file():
+    written = read_beneath(scratch, out.name)
+    if not result.ok or written is None:
         return {}
-    raw: Mapping[str, Mapping[str, list[int]]] = json.loads(out.read_text())
+    try:
+        raw: Mapping[str, Mapping[str, list[int]]] = json.loads(written)
+    except ValueError:
+        return {}
     coverage: dict[str, Coverage] = {}
     for test, files in raw.items():
         lines: dict[str, frozenset[int]] = {}

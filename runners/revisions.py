@@ -4,7 +4,8 @@ Consecutive pairs share revisions (one pair's rev2 is often the next one's rev1)
 revision is exported and built once, under a file lock: a second worker that needs it waits
 for the first build and then reuses it, and no two workers ever build the same revision at
 once. The build's outcome is written beside the worktree; a build killed half-way leaves no
-outcome, and the next user starts that revision over.
+outcome, and the next user starts that revision over. In Docker, what the build downloads
+goes into the revision's own Maven repository beside the worktree (``m2/``), deleted with it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from pathlib import Path
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
 from .buildtools import BuildResult
-from .environment import Environment, prepare_environment
+from .environment import REVISION_M2, Environment, prepare_environment
 from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
 from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
+_LAYOUT = 2
+"""Bumped when what a built revision folder holds changes (2: its own Maven repository), so older
+builds, whose classpaths name other paths, are built again."""
 
 
 def work_root() -> Path:
@@ -52,11 +56,13 @@ class BuiltRevision:
     environment: Environment | None = None
     worktree: Path | None = None
     image: str | None = None
+    repository: Path | None = None
+    """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
         assert self.environment is not None and self.spec is not None and self.worktree is not None
-        return Side(self.environment, self.spec, self.worktree)
+        return Side(self.environment, self.spec, self.worktree, self.repository)
 
 
 def revision_dir(root: Path, repository_id: int, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:
@@ -103,9 +109,9 @@ def prepare_revision(
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
-        if not outcome.is_file():
-            if folder.exists():
-                shutil.rmtree(worktree, ignore_errors=True)
+        if _layout(outcome) != _LAYOUT:
+            shutil.rmtree(worktree, ignore_errors=True)
+            shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
             try:
                 export_revision(repo_path, sha, worktree)
                 built = _build(environment, spec, worktree, timeout)
@@ -121,11 +127,13 @@ def prepare_revision(
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
             temporary = outcome.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"ok": built.ok, "message": built.message}))
+            temporary.write_text(json.dumps({"ok": built.ok, "message": built.message, "layout": _LAYOUT}))
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
     status = "ok" if recorded["ok"] else "failed"
-    return BuiltRevision(sha, status, recorded["message"], spec, environment, worktree, image)
+    return BuiltRevision(
+        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2
+    )
 
 
 def release_revision(root: Path, repository_id: int, sha: str, backend: str) -> None:
@@ -136,6 +144,7 @@ def release_revision(root: Path, repository_id: int, sha: str, backend: str) -> 
             continue
         with _locked(folder):
             shutil.rmtree(folder / "work", ignore_errors=True)
+            shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
             (folder / "build.json").unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             folder.rmdir()
@@ -152,8 +161,16 @@ def _killed(built: BuildResult) -> bool:
     return log.exit_code is None or log.exit_code in (137, 143)  # 128 + SIGKILL, SIGTERM (via a shell)
 
 
+def _layout(outcome: Path) -> int | None:
+    """The layout a recorded build was made with; None when there is no complete record."""
+    try:
+        return int(json.loads(outcome.read_text()).get("layout", 1))
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+
+
 def _build(environment: Environment, spec: EnvSpec, worktree: Path, timeout: float) -> BuildResult:
-    sandbox = environment.sandbox(worktree, network=True)
+    sandbox = environment.builder(worktree)
     try:
         return environment.tool.build(sandbox, spec, timeout)
     finally:

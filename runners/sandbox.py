@@ -9,13 +9,17 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import stat
 import subprocess
+import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Protocol
+
+from tasks import CoevoError
 
 DEFAULT_OUTPUT_LIMIT = 1 << 20
 """Bytes of stdout (and of stderr) kept per command: the head and the tail, half each."""
@@ -62,6 +66,14 @@ class Sandbox(Protocol):
 
     def close(self) -> None:
         """Stops everything the sandbox started and frees it; safe to call twice."""
+
+    def scratch(self) -> Path:
+        """A folder for per-run files that commands see at the same path; in Docker, one that no
+        other container sees (removed on :meth:`close`)."""
+
+    def writable(self, folders: Sequence[Path]) -> contextlib.AbstractContextManager[Sandbox]:
+        """A sandbox like this one in which ``folders`` (host paths, seen at the same paths) are
+        writable too, for a ``with`` block: in Docker a container of its own, on the host this one."""
 
 
 class LocalSandbox:
@@ -141,6 +153,70 @@ class LocalSandbox:
             running = list(self._running)
         for proc in running:
             _kill_group(proc)
+
+    def scratch(self) -> Path:
+        return Path(tempfile.gettempdir())  # the host shares everything with everyone, by design
+
+    @contextlib.contextmanager
+    def writable(self, folders: Sequence[Path]) -> Iterator[LocalSandbox]:
+        yield self  # everything the user may write is writable already
+
+
+class UnsafePath(CoevoError):
+    """A file coevo was to write in a folder untrusted code could change is not a plain file there
+    (a symbolic link, a pipe, a path leading out of the folder)."""
+
+
+def read_beneath(root: Path, path: str) -> bytes | None:
+    """The bytes of the regular file ``path`` below ``root``, None when there is none.
+
+    No symbolic link is followed, anywhere below ``root``: in a folder a container could write
+    (a worktree, a scratch folder), a link may point at any file of the host.
+    """
+    try:
+        fd = _open_beneath(root, path, os.O_RDONLY)
+    except (OSError, UnsafePath):
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        return handle.read()
+
+
+def write_beneath(root: Path, path: str, data: bytes) -> None:
+    """Writes the regular file ``path`` below ``root`` (creating its folders), following no symbolic
+    link; raises :class:`UnsafePath` when something else than a folder or a file is in the way."""
+    try:
+        fd = _open_beneath(root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create_folders=True)
+    except OSError as exc:
+        raise UnsafePath(f"{path}: not a plain file in {root} ({exc.strerror})") from None
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _open_beneath(root: Path, path: str, flags: int, create_folders: bool = False) -> int:
+    parts = [part for part in PurePosixPath(path).parts if part != "."]
+    if not parts or parts[0] == "/" or ".." in parts:
+        raise UnsafePath(f"{path}: not a path inside {root}")
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            if create_folders:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o755, dir_fd=folder)
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = child
+        # Only a regular file is opened (a device node would be the host's device); O_NONBLOCK: a
+        # pipe swapped in meanwhile fails or returns instead of blocking, and fstat below refuses it.
+        with contextlib.suppress(FileNotFoundError):
+            if not stat.S_ISREG(os.stat(parts[-1], dir_fd=folder, follow_symlinks=False).st_mode):
+                raise UnsafePath(f"{path}: not a regular file in {root}")
+        fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=folder)
+    finally:
+        os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise UnsafePath(f"{path}: not a regular file in {root}")
+    return fd
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:

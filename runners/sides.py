@@ -29,16 +29,21 @@ _CROSS_ROOT = ".coevo/cross"
 class Side:
     """A built revision of a repository, ready to run tests (network off)."""
 
-    def __init__(self, environment: Environment, spec: EnvSpec, worktree: Path) -> None:
+    def __init__(
+        self, environment: Environment, spec: EnvSpec, worktree: Path, repository: Path | None = None
+    ) -> None:
+        """``repository``: the revision's own Maven repository when it is not beside ``worktree``
+        (a judge tree is a copy elsewhere of a built worktree)."""
         self.environment = environment
         self.spec = spec
         self.worktree = worktree
+        self.repository = repository
         self._sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = self.environment.sandbox(self.worktree)
+            self._sandbox = self.environment.sandbox(self.worktree, self.repository)
         return self._sandbox
 
     def close(self) -> None:
@@ -200,7 +205,8 @@ class Side:
         folder, name = posixpath.split(test_file)
         placed = posixpath.join(folder, f"test_coevo_{tag}__{name}")
         target = self.worktree / placed
-        target.write_bytes(content)
+        # Through the sandbox: the build or an earlier test may have left a link at that path.
+        self.sandbox.write_file(placed, content)
         try:
             yield {test: placed + test[len(test_file) :] for test in ids if test.startswith(test_file + "::")}
         finally:

@@ -44,8 +44,9 @@ from urllib.parse import unquote, urlparse
 
 from tasks import CoevoError, MissingToolchain
 
+from .egress import urls_in
 from .envspec import EnvSpec, FolderTree, TreeReader
-from .sandbox import ExecResult, LocalSandbox, Sandbox
+from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
 
 VENVS_ENV = "COEVO_VENVS"
 """Environment variable naming the folder that holds the venvs (default ``~/.cache/coevo/venvs``)."""
@@ -201,6 +202,16 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
     return digest.hexdigest()[:24]
 
 
+def pip_urls(spec: EnvSpec, tree: TreeReader) -> list[str]:
+    """The URLs a revision's pip installs name (indexes, find-links, direct references), in its
+    install arguments and in the requirement and constraint files those read."""
+    texts = [" ".join(args) for args in spec.install]
+    for path in sorted(_named_files(spec.install, tree)):
+        if PurePosixPath(path).name not in _BUILD_FILES:
+            texts.append((tree.read(path) or b"").decode("utf-8", errors="replace"))
+    return [url for text in texts for url in urls_in(text)]
+
+
 def _named_files(install: tuple[tuple[str, ...], ...], tree: TreeReader) -> set[str]:
     """Repository paths whose content decides what the install arguments install."""
     files: set[str] = set()
@@ -281,8 +292,10 @@ def venv_for(
 ) -> Path:
     """The venv for ``spec``, built on first use (``pip install`` of each ``spec.install``).
 
-    Installs run through ``sandbox`` (default: a LocalSandbox over ``worktree``) in a scratch
-    copy of the worktree; a lock file keeps two processes from building the same venv. Raises
+    Installs run in a scratch copy of the worktree, in a sandbox like ``sandbox`` (default: a
+    LocalSandbox over ``worktree``) in which only the venv and that copy are writable (in Docker a
+    container of its own: whatever runs later sees the venv read-only); a lock file keeps two
+    processes from building the same venv. Raises
     :class:`VenvBuildFailed` with pip's first error line. ``python`` is the interpreter as the
     sandbox sees it (a container's own); by default the host's closest to the spec's version.
     """
@@ -340,22 +353,15 @@ def pip_env() -> dict[str, str]:
 def _build(
     venv: Path, spec: EnvSpec, found: FoundPython, worktree: Path, sandbox: Sandbox, deadline: float
 ) -> None:
-    created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
-    if not created.ok:
-        raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
-    python = str(venv_python(venv))
+    """Creates the venv and runs the installs in a sandbox where only it and the staging copy are
+    writable (in Docker, a container of their own: the revision's later steps see the venv read-only)."""
+    venv.mkdir()
     staging = Path(tempfile.mkdtemp(prefix=f"{venv.name}.src-", dir=venv.parent))
     try:
         copy = staging / "project"
         shutil.copytree(worktree, copy, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
-        env = {**pip_env(), **_scm_version_env(copy)}
-        for args in spec.install:
-            argv = [python, "-m", "pip", "install", *_without_editable(args)]
-            result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=str(copy))
-            if not result.ok:
-                what = "pip install " + " ".join(args)
-                reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
-                raise VenvBuildFailed(f"{what}: {reason}", result)
+        with sandbox.writable((venv, staging)) as installer:
+            _install(venv, spec, found, copy, installer, deadline)
         _strip_local_projects(venv, copy)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -366,9 +372,28 @@ def _build(
         "install": [list(args) for args in spec.install],
         "built": time.time(),
     }
+    # The installs ran the project's code with the venv writable: write nothing through a link it left.
     partial = venv / f"{MARKER}.partial"
-    partial.write_text(json.dumps(marker, indent=1))
+    partial.unlink(missing_ok=True)
+    write_beneath(venv, partial.name, json.dumps(marker, indent=1).encode())
     partial.replace(venv / MARKER)
+
+
+def _install(
+    venv: Path, spec: EnvSpec, found: FoundPython, copy: Path, sandbox: Sandbox, deadline: float
+) -> None:
+    created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
+    if not created.ok:
+        raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
+    python = str(venv_python(venv))
+    env = {**pip_env(), **_scm_version_env(copy)}
+    for args in spec.install:
+        argv = [python, "-m", "pip", "install", *_without_editable(args)]
+        result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=str(copy))
+        if not result.ok:
+            what = "pip install " + " ".join(args)
+            reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
+            raise VenvBuildFailed(f"{what}: {reason}", result)
 
 
 def _left(deadline: float) -> float:
@@ -433,6 +458,8 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
     """Removes the modules of distributions installed from ``copy``, keeping their metadata."""
     resolved_copy = copy.resolve()
     for site in venv.glob("lib/python*/site-packages"):
+        if not _inside(site, venv.resolve()):  # a link the install left, out of this venv
+            continue
         for direct_url in site.glob("*.dist-info/direct_url.json"):
             try:
                 url = json.loads(direct_url.read_text()).get("url", "")
@@ -447,11 +474,11 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
             target = (link.read_text().splitlines() or [""])[0].strip()
             if target and _inside(Path(target), resolved_copy):
                 link.unlink()
-        easy_install = site / "easy-install.pth"
-        if easy_install.is_file():
-            lines = easy_install.read_text().splitlines()
+        easy_install = read_beneath(site, "easy-install.pth")
+        if easy_install is not None:
+            lines = easy_install.decode(errors="replace").splitlines()
             kept = [line for line in lines if not _inside(Path(line.strip()), resolved_copy)]
-            easy_install.write_text("\n".join(kept) + "\n")
+            write_beneath(site, "easy-install.pth", ("\n".join(kept) + "\n").encode())
 
 
 def _strip_distribution(site: Path, dist_info: Path) -> None:

@@ -207,7 +207,7 @@ def test_env_show_text_json_and_bad_revision(tmp_path: Path) -> None:
         "build      maven",
     ]
     assert "FROM debian:bookworm-slim" in text.stdout  # the base Dockerfile
-    assert "-Dmaven.repo.local=/opt/coevo/m2" in text.stdout  # the deps Dockerfile over it
+    assert "-Dmaven.repo.local=/opt/coevo/m2" in text.stdout  # the deps script over it
     data = json.loads(coevo("env", "show", str(repo.path), "--json", "--maven-arg", "-Dx=1").stdout)
     assert (data["revision"], data["language_version"], data["modules"]) == (
         repo.shas["unchanged test, changed code"],
@@ -216,7 +216,7 @@ def test_env_show_text_json_and_bad_revision(tmp_path: Path) -> None:
     )
     base, deps = data["images"]
     assert base["tag"].startswith("coevo-base:java17-") and deps["tag"].startswith("coevo-deps:java17-")
-    assert f"FROM {base['tag']}" in deps["dockerfile"] and " -Dx=1 test-compile" in deps["dockerfile"]
+    assert f"a container of\n# {base['tag']}" in deps["script"] and " -Dx=1 test-compile" in deps["script"]
     custom = coevo("env", "show", str(repo.path), "--base-image", "java17=my/debian:12")
     assert "FROM my/debian:12" in custom.stdout
     assert coevo("env", "show", str(repo.path), "--base-image", "java17").returncode == 2

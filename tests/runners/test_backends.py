@@ -29,7 +29,7 @@ def _run(
     build_files = maven_build_files(FolderTree(root), spec) if language == "java" else None
     environment, _ = prepare_environment(spec, backend, build_files)
     assert environment.backend == backend
-    builder = environment.sandbox(root, network=network)
+    builder = environment.builder(root, network=network)
     try:
         built = environment.tool.build(builder, spec, timeout=900)
         assert built.ok, built.message

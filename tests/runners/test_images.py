@@ -52,13 +52,13 @@ def test_deps_plan_is_keyed_by_the_build_files_and_arguments() -> None:
     base = base_image_plan(JAVA)
     deps = deps_image_plan(base, {"pom.xml": b"<project/>", "core/pom.xml": b"<project/>"})
     assert deps.tag.startswith("coevo-deps:java17-") and deps.base == base.tag
-    assert f"FROM {base.tag}" in deps.dockerfile
-    assert "-Dmaven.repo.local=/opt/coevo/m2" in deps.dockerfile and "--fail-never" in deps.dockerfile
-    assert dict(deps.files) == {"build/core/pom.xml": b"<project/>", "build/pom.xml": b"<project/>"}
+    assert base.tag in deps.script and not deps.dockerfile  # run in a container of the base, committed
+    assert "-Dmaven.repo.local=/opt/coevo/m2" in deps.script and "--fail-never" in deps.script
+    assert dict(deps.files) == {"core/pom.xml": b"<project/>", "pom.xml": b"<project/>"}
     assert deps_image_plan(base, {"pom.xml": b"<project/>", "core/pom.xml": b"<project/>"}).tag == deps.tag
     assert deps_image_plan(base, {"pom.xml": b"<project></project>"}).tag != deps.tag
     with_args = deps_image_plan(base, dict(deps.files), ["-DjdkVersion=1.8"])
-    assert "-DjdkVersion=1.8 test-compile" in with_args.dockerfile
+    assert "-DjdkVersion=1.8 test-compile" in with_args.script
     with pytest.raises(ImageBuildFailed, match="Python dependencies live in cached venvs"):
         deps_image_plan(base_image_plan(PYTHON), {})
 

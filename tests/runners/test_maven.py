@@ -347,7 +347,7 @@ def test_build_command_uses_a_recent_wrapper_and_the_shared_repository() -> None
     spec = EnvSpec(language="java", language_version="17", build_tool="maven-wrapper")
     recent = b"distributionUrl=https://repo.maven.apache.org/maven2/org/apache/maven/apache-maven/3.9.6/x.zip"
     command = build_command(spec, "/cache/m2", ["-DjdkVersion=1.8"], wrapper_properties=recent)
-    assert command[:2] == ["sh", "mvnw"]
+    assert command[:2] == ["sh", "./mvnw"]
     assert "-Dmaven.repo.local=/cache/m2" in command and "-DskipTests" in command
     assert command.index("-DjdkVersion=1.8") < command.index("test-compile")
     goals = [arg for arg in command if arg == "test-compile" or arg.endswith(":build-classpath")]

@@ -6,7 +6,10 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from runners import LocalSandbox
+from runners.sandbox import UnsafePath, read_beneath, write_beneath
 
 
 def test_runs_in_the_worktree_with_env_and_files(tmp_path: Path) -> None:
@@ -51,3 +54,25 @@ def _alive(pid: int) -> bool:
     # A zombie counts as dead.
     with open(f"/proc/{pid}/stat") as stat:
         return stat.read().split()[2] != "Z"
+
+
+def test_host_side_reads_and_writes_below_a_folder_follow_no_link(tmp_path: Path) -> None:
+    """What coevo reads and writes in a worktree, scratch folder or venv that untrusted code could
+    change: a link it left leads nowhere (neither out of the folder nor within it)."""
+    root, outside = tmp_path / "worktree", tmp_path / "secret.txt"
+    outside.write_text("the host's")
+    (root / "target").mkdir(parents=True)
+    (root / "target/cp.txt").symlink_to(outside)
+    (root / "linked").symlink_to(tmp_path)
+    os.mkfifo(root / "pipe")
+    assert read_beneath(root, "target/cp.txt") is None
+    assert read_beneath(root, "linked/secret.txt") is None
+    assert read_beneath(root, "pipe") is None  # and returns at once
+    assert read_beneath(root, "../secret.txt") is None
+    for path in ("target/cp.txt", "linked/secret.txt", "linked/new.txt", "pipe", "../secret.txt", "/etc/x"):
+        with pytest.raises(UnsafePath):
+            write_beneath(root, path, b"written")
+    assert outside.read_text() == "the host's" and not (tmp_path / "new.txt").exists()
+    write_beneath(root, ".coevo/classpath/_root.txt", b"a\n")
+    assert read_beneath(root, ".coevo/classpath/_root.txt") == b"a\n"
+    assert read_beneath(root, "missing.txt") is None
