@@ -32,7 +32,6 @@ LOCK_TIMEOUT_ENV = "COEVO_DB_LOCK_TIMEOUT"
 DEFAULT_LOCK_TIMEOUT = 60.0
 """Seconds a command waits for another process's lock on a SQLite store before it gives up."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _MARKER_TABLE = "repository"
 """The table every coevo store has: a database without it is not a coevo store."""
 _CHECK_DB = "check --db (or $COEVO_DB)"
@@ -166,21 +165,18 @@ class Store:
             return
         if path.is_dir():
             raise NoStore(f"{path} is a folder, not a coevo store: {_CHECK_DB}")
-        with path.open("rb") as handle:
-            head = handle.read(len(_SQLITE_MAGIC))
+        # Never open() the file here: closing any descriptor of it drops every POSIX lock this
+        # process holds on it, the SQLite connections' included; another process would then take
+        # itself for the last connection and delete the WAL under them ("malformed"). SQLite's own
+        # probe (_wait_for_lock) tells a file that is not a database.
         wal = Path(f"{path}-wal")
-        if not head:
+        if path.stat().st_size == 0:
             if not self.create and not (wal.is_file() and wal.stat().st_size > 0):
                 raise NoStore(
                     f"{path} is an empty file, not a coevo store: {_CHECK_DB}, "
                     "or delete it and create a store with coevo mine REPO"
                 )
             return
-        if head != _SQLITE_MAGIC:
-            raise CorruptStore(
-                f"{path} is not a SQLite database (it may be damaged or another kind of file): "
-                f"{_CHECK_DB}, or restore the store from a backup"
-            )
 
     def _wait_for_lock(self, path: Path) -> set[str]:
         """Waits, up to the bound, until the file can be read (a read store) or written; returns
@@ -246,6 +242,11 @@ class Store:
         )
 
     def _damaged(self, message: str) -> CorruptStore:
+        if "file is not a database" in message:
+            return CorruptStore(
+                f"{self.name} is not a SQLite database (it may be damaged or another kind of file): "
+                f"{_CHECK_DB}, or restore the store from a backup"
+            )
         return CorruptStore(
             f"{self.name} is damaged ({message}): restore it from a backup, or mine again into a new store"
         )

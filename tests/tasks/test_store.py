@@ -166,3 +166,30 @@ def test_a_bad_lock_timeout_is_a_store_error(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv(LOCK_TIMEOUT_ENV, "soon")
     with pytest.raises(StoreError, match="COEVO_DB_LOCK_TIMEOUT is 'soon'"):
         open_store("x.db")
+
+
+def test_opening_a_store_keeps_the_locks_of_this_process(tmp_path: Path) -> None:
+    """Opening a store must not open() its file: closing any descriptor of it drops this process's
+    POSIX locks, SQLite's included, and another process closing its own connection would then
+    delete the WAL under this one's (the next read: "database disk image is malformed")."""
+    import subprocess
+    import sys
+
+    db = tmp_path / "c.db"
+    first = open_store(db)
+    with first.session() as session:
+        session.add(Repository(name="a", location="a", path="/a", language="python"))
+    writer = "\n".join(
+        [
+            "import sys",
+            f"sys.path.insert(0, {str(Path(__file__).parents[2])!r})",
+            "from tasks import Repository, open_store",
+            f"with open_store({str(db)!r}).session() as session:",
+            "    session.add(Repository(name='b', location='b', path='/b', language='python'))",
+        ]
+    )
+    open_store(db).open()  # a second store in this process, while the first one's connection lives
+    subprocess.run([sys.executable, "-c", writer], check=True)
+    assert Path(f"{db}-wal").exists()  # the other process did not take itself for the last one
+    with open_store(db).session() as session:
+        assert sorted(r.name for r in session.exec(select(Repository)).all()) == ["a", "b"]
