@@ -124,13 +124,20 @@ def _no_success(run: AgentRun) -> None:
     assert run.success_rate == 0.0 and not any(o["success"] for o in run.outcomes.values()), run.outcomes
 
 
+def _successful_but_not_strict(runs: dict[str, AgentRun]) -> None:
+    """Calling the changed code and asserting nothing: a success as published, never a strict one."""
+    assert {track: (run.success_rate, run.strict_success_rate) for track, run in runs.items()} == {
+        "generation": (1.0, 0.0),
+        "update": (1.0, 0.0),
+    }, {track: run.outcomes for track, run in runs.items()}
+
+
 def _gold_is_perfect(curated: Curated, *args: str) -> None:
     result = curated.score("gold", None, "--backend", "docker", *args)
     assert result.returncode == 0, result.stderr
     runs = curated.runs("gold")
-    assert {track: run.success_rate for track, run in runs.items()} == {"generation": 1.0, "update": 1.0}, {
-        track: run.outcomes for track, run in runs.items()
-    }
+    rates = {track: (run.success_rate, run.strict_success_rate) for track, run in runs.items()}
+    assert rates == {"generation": (1.0, 1.0), "update": (1.0, 1.0)}, {t: r.outcomes for t, r in runs.items()}
 
 
 @pytest.mark.docker
@@ -145,10 +152,11 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             "sibling": {"run.sh": a.COPY, "test_shapes.py": a.PY_SIBLING},
             "poisoner": {"run.sh": a.COPY, "test_shapes.py": a.PY_POISONER},
             "skipper": {"run.sh": a.COPY, "test_shapes.py": a.PY_SKIPPER},
+            "shallow": {"run.sh": a.COPY, "test_shapes.py": a.PY_SHALLOW},
         },
     )
     folders = fingerprint(tmp_path)
-    for agent in ("thief", "sibling", "poisoner", "skipper"):
+    for agent in ("thief", "sibling", "poisoner", "skipper", "shallow"):
         result = python_tasks.score(agent, agents, "--backend", "docker")
         assert result.returncode == 0, result.stderr
     for agent in ("thief", "sibling"):
@@ -159,6 +167,7 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             assert "no gold found" in message, message
             # What it could reach held no test_triangle (generation) or only the old test_rectangle.
             assert "test_coevo_" not in message and "__pycache__" not in message, message
+    _successful_but_not_strict(python_tasks.runs("shallow"))
     skipped = python_tasks.runs("skipper")["generation"].outcomes["test_triangle"]
     assert (skipped["outcome"], skipped["old"], skipped["success"]) == ("pass", "skipped", False), skipped
     poisoned = python_tasks.runs("poisoner")
@@ -174,11 +183,9 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
 def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_path: Path) -> None:
     _gold_is_perfect(java_tasks)
     before = java_tasks.fingerprint()
-    agents = a.write_agents(
-        tmp_path,
-        {kind: {"run.sh": a.COPY, **a.java_files(kind)} for kind in ("thief", "sibling", "poisoner")},
-    )
-    for agent in ("thief", "sibling", "poisoner"):
+    kinds = ("thief", "sibling", "poisoner", "shallow")
+    agents = a.write_agents(tmp_path, {kind: {"run.sh": a.COPY, **a.java_files(kind)} for kind in kinds})
+    for agent in kinds:
         result = java_tasks.score(agent, agents, "--backend", "docker")
         assert result.returncode == 0, result.stderr
     for agent in ("thief", "sibling"):
@@ -190,6 +197,7 @@ def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_pat
             _no_success(runs[track])
             message = runs[track].outcomes[method]["message"]
             assert "no gold found; tried: []" in message, message
+    _successful_but_not_strict(java_tasks.runs("shallow"))
     poisoned = java_tasks.runs("poisoner")
     assert {track: run.pass_rate for track, run in poisoned.items()} == {"generation": 1.0, "update": 1.0}
     assert java_tasks.fingerprint() == before
