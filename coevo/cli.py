@@ -30,7 +30,7 @@ from sqlmodel import select
 
 import curation
 import miner
-from runners import BACKENDS, resolve_backend, scoring
+from runners import BACKENDS, cause_line, resolve_backend, scoring
 from runners.agents import check_agent, find_agent, protected_folders
 from runners.scoring import ScoreOptions
 from tasks import (
@@ -48,9 +48,11 @@ from . import __version__
 from .example import write_example
 from .pipeline import EnvironmentRun, build_and_test, environment_of, run_pipeline
 
-# Piped output must not be cut to 80 columns: paths and method names are the payload.
-out = Console(width=None if sys.stdout.isatty() else 10_000)
-err = Console(stderr=True, soft_wrap=True)
+# Piped output must not be cut to 80 columns: paths and method names are the payload. Nothing
+# printed is Rich markup: test ids (`test_x[a]`), pip arguments (`.[test,dev]`), messages and
+# names are printed as written.
+out = Console(width=None if sys.stdout.isatty() else 10_000, markup=False)
+err = Console(stderr=True, soft_wrap=True, markup=False)
 
 
 class BadDate(CoevoError):
@@ -76,7 +78,7 @@ def _store(db: str | None, *, write: bool) -> Store:
 
 def _notice(line: str) -> None:
     if err.is_terminal:
-        err.print(f"{line}…", highlight=False, markup=False)
+        err.print(f"{line}…", highlight=False)
 
 
 def _common(command: Callable[..., None]) -> Callable[..., None]:
@@ -280,7 +282,7 @@ def run(
         for curated in report.curations:
             _print_curation(curated, False)
         for location, message in report.errors.items():
-            err.print(f"error: {location}: {message}", highlight=False)
+            err.print(f"error: {location}: {cause_line(message)}", highlight=False)
     if not report.ok:
         raise SystemExit(1)
 
@@ -371,7 +373,8 @@ def curate_command(
 @click.option("--repo", help="Only this repository (its name).")
 @_common
 def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
-    """Count what entered and left every stage, by reason, per repository and overall.
+    """Count what entered and left every stage, by reason, per repository and overall, and
+    what caused the drops (each reason's most common causes).
 
     Example: coevo funnel --json
     """
@@ -391,6 +394,16 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
         for stage, count, detail in counts.stages():
             table.add_row(stage, str(count), detail)
         out.print(table)
+        causes = counts.top_causes()
+        if causes:
+            why = Table(box=None, pad_edge=False, show_edge=False)
+            why.add_column("dropped because")
+            why.add_column("count", justify="right")
+            why.add_column("cause", overflow="fold")
+            for reason, count, cause in causes:
+                why.add_row(reason, str(count), _visible(cause))
+            out.print()
+            out.print(why)
         out.print()
 
 
@@ -408,7 +421,7 @@ def _print_curation(report: curation.CurateReport, as_json: bool) -> None:
         f"curation: {run.status} — {run.pairs_done} pairs curated ({run.backend}): {labels}", highlight=False
     )
     for pair_id, message in sorted(report.errors.items()):
-        err.print(f"error: pair {pair_id}: {message} (it will be retried)", highlight=False)
+        err.print(f"error: pair {pair_id}: {cause_line(message)} (it will be retried)", highlight=False)
 
 
 @contextmanager
@@ -428,7 +441,7 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
     return miner.Progress(
         start=lambda name, total: start(f"mining {name}", total, "commits"),
         advance=advance,
-        warn=lambda message: err.print(f"warning: {message}", highlight=False, markup=False),
+        warn=lambda message: err.print(f"warning: {message}", highlight=False),
     )
 
 
@@ -524,7 +537,7 @@ def score_command(
             f"{agent.name}: {report.scored} tasks scored, {report.skipped} already scored", highlight=False
         )
     for task, message in sorted(report.errors.items()):
-        err.print(f"error: task {task}: {message}", highlight=False)
+        err.print(f"error: task {task}: {cause_line(message)}", highlight=False)
     if report.errors:
         raise SystemExit(1)
 
@@ -584,13 +597,13 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
         return
     out.print(f"agent {run.agent} on task {run.task_id}: {run.status}, {run.seconds:.1f}s", highlight=False)
     for method, outcome in run.outcomes.items():
-        detail = f" — {_visible(outcome['message'].splitlines()[0])}" if outcome.get("message") else ""
+        detail = f" — {_visible(cause_line(outcome['message']))}" if outcome.get("message") else ""
         success = ""
         if outcome.get("success"):
             strict = outcome.get("strict")  # None: stored before strict success existed
             success = " (strict success)" if strict else " (success, not strict: detects no mutant)"
             success = " (success)" if strict is None else success
-        out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False, markup=False)
+        out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False)
     if run.coverage_on_pass is not None:
         out.print(f"focal-method line coverage: {run.coverage_on_pass:.0%}", highlight=False)
     if run.mutants:
@@ -601,10 +614,10 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
         out.print(line + (f"; {m['message']}" if m.get("message") else ""), highlight=False)
     if run.discarded:
         discarded = _visible(", ".join(run.discarded))
-        out.print(f"discarded changes to: {discarded}", highlight=False, markup=False)
+        out.print(f"discarded changes to: {discarded}", highlight=False)
     for title, text in (("prompt", run.prompt), ("agent log", run.log), ("diff of the test file", run.diff)):
         out.print(f"\n--- {title} ---", highlight=False)
-        out.print(_visible(text.rstrip()) or "(empty)", highlight=False, markup=False)
+        out.print(_visible(text.rstrip()) or "(empty)", highlight=False)
 
 
 def _visible(text: str) -> str:
@@ -818,7 +831,7 @@ def env_show(
         out.print(f"\nimage      {plan.tag}", highlight=False)
         for note in plan.notes:
             out.print(f"note       {note}", highlight=False)
-        out.print((plan.dockerfile or plan.script).rstrip(), highlight=False, markup=False)
+        out.print((plan.dockerfile or plan.script).rstrip(), highlight=False)
 
 
 @env.command("build")
@@ -897,13 +910,11 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         image = f" (image {run.image}, {'cached' if run.image_cached else 'built'})" if run.image else ""
         out.print(f"revision   {run.revision}", highlight=False)
         out.print(f"backend    {run.backend}{image}", highlight=False)
-        if not run.build.ok:
-            built = f"FAILED: {run.build.message}"
-        else:
-            built = f"ok ({run.build.message})" if run.build.message else "ok"
+        cause = _visible(cause_line(run.build.message))
+        built = f"FAILED: {cause}" if not run.build.ok else f"ok ({cause})" if cause else "ok"
         out.print(f"build      {built}", highlight=False)
         for result in run.tests.results if run.tests else ():
-            detail = f"  {result.message.splitlines()[0]}" if result.message else ""
+            detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)
             if run.tests and result.test in run.tests.coverage:
                 for path, lines in sorted(run.tests.coverage[result.test].lines.items()):
@@ -939,7 +950,7 @@ def _progress(quiet: bool) -> Iterator[miner.Progress]:
 def _bar(quiet: bool) -> Iterator[tuple[Callable[[str, int, str], None], Callable[[int], None]]]:
     """One rich progress display on stderr (off for JSON and pipes): (start a task, advance it)."""
     bar = Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.fields[unit]}"),
@@ -977,7 +988,7 @@ def _print_runs(store: Store, runs: list[MiningRun], as_json: bool, errors: dict
             highlight=False,
         )
     for location, message in errors.items():
-        err.print(f"error: {location}: {message}", highlight=False)
+        err.print(f"error: {location}: {cause_line(message)}", highlight=False)
 
 
 def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:

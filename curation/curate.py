@@ -29,7 +29,7 @@ from sqlmodel import col, select
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
-from runners import Coverage, GitTree, TestRun, resolve_backend
+from runners import MESSAGE_LIMIT, Coverage, GitTree, TestRun, bounded, in_context, resolve_backend
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -336,7 +336,7 @@ class _PairCurator:
                 reason = DropReason.ENV_FAILED if side.status == "env_failed" else DropReason.BUILD_FAILED
                 which = "rev1" if side is built["rev1"] else "rev2"
                 for item in runnable:
-                    item.verdict = Verdict.drop(reason, f"{which} {side.sha[:10]}: {side.message}"[:1000])
+                    item.verdict = Verdict.drop(reason, in_context(f"{which} {side.sha[:10]}", side.message))
                 return items, built
         rev1, rev2 = built["rev1"], built["rev2"]
         assert rev1 is not None and rev2 is not None
@@ -345,7 +345,7 @@ class _PairCurator:
             for item in runnable:
                 for name, matrix_side, revision in (("rev1", old_side, rev1), ("rev2", new_side, rev2)):
                     if not matrix_side.runs_tests_of(item.candidate.test_file):
-                        detail = f"{name} {revision.sha[:10]}: {revision.message}"[:1000]
+                        detail = in_context(f"{name} {revision.sha[:10]}", revision.message)
                         item.verdict = Verdict.drop(DropReason.BUILD_FAILED, detail)
                         break
             runnable = [item for item in runnable if item.verdict is None]
@@ -486,7 +486,7 @@ class _PairCurator:
         if "ON" in item.cells and item.cells["ON"].coverage is not None:
             before = _production_lines(item.cells["ON"].coverage, self.patterns)
             improved = any(lines - before.get(path, frozenset()) for path, lines in production.items())
-        item.verdict = classify(
+        verdict = classify(
             candidate.change_kind,
             {cell: result.outcome for cell, result in item.cells.items()},
             has_focal=bool(focal),
@@ -494,6 +494,7 @@ class _PairCurator:
             deps_refactoring=deps_refactoring,
             coverage_improved=improved,
         )
+        item.verdict = _with_cell_message(verdict, item.cells)
 
     def _refactored(self, change: MethodChange) -> bool:
         """Whether a changed production method only changed by refactoring (added ones did not)."""
@@ -509,6 +510,18 @@ class _PairCurator:
         )
         new = _lines(self.show(self.pair.rev2, change.file), change.new_start, change.new_end)
         return old is not None and new is not None and is_refactoring(self.language, old, new)
+
+
+_FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_PASS: "OO"}
+
+
+def _with_cell_message(verdict: Verdict, cells: Mapping[str, Cell]) -> Verdict:
+    """A drop because a cell did not pass says why, with the cell's message (``NN error: fixture
+    'db' not found``, then the whole message)."""
+    cell = cells.get(_FAILED_CELL.get(verdict.reason, "")) if verdict.reason else None
+    if cell is None or not cell.message:
+        return verdict
+    return dataclasses.replace(verdict, detail=in_context(verdict.detail, cell.message))
 
 
 def _production_lines(coverage: Coverage | None, patterns: FilePatterns) -> dict[str, frozenset[int]]:
@@ -560,7 +573,7 @@ def _write(
     rev1, rev2 = built["rev1"], built["rev2"]
     spec = dataclasses.asdict(rev2.spec) if rev2 is not None and rev2.spec is not None else None
     image = rev2.image if rev2 is not None else None
-    messages = [f"{name}: {b.message}" for name, b in built.items() if b is not None and b.message]
+    messages = [in_context(name, b.message) for name, b in built.items() if b is not None and b.message]
     assert pair.id is not None
     # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
     # writes the new ones: a run that fails or is killed first leaves the old ones whole.
@@ -574,7 +587,7 @@ def _write(
             run_id=run_id,
             rev1_build=rev1.status if rev1 else "skipped",
             rev2_build=rev2.status if rev2 else "skipped",
-            message="; ".join(messages)[:4000],
+            message=bounded("\n".join(messages), 2 * MESSAGE_LIMIT),
             env_spec=spec,
             image=image,
             backend=request.backend,

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import col, select
 
+from runners import cause_line
 from tasks import (
     Candidate,
     CuratedPair,
@@ -45,19 +46,36 @@ class Funnel:
     drops: Counter[str] = field(default_factory=Counter)
     tasks: Counter[str] = field(default_factory=Counter)
     """By track."""
+    causes: dict[str, Counter[str]] = field(default_factory=dict)
+    """Per drop reason, the candidates dropped by each cause (the cause line of their detail:
+    ``rev2 0123456789: pytest: error: unrecognized arguments: …``)."""
 
     def add(self, other: Funnel) -> None:
         for name, value in vars(other).items():
             mine = getattr(self, name)
             if isinstance(value, Counter):
                 mine.update(value)
+            elif isinstance(value, dict):
+                for key, counts in value.items():
+                    mine.setdefault(key, Counter()).update(counts)
             else:
                 setattr(self, name, mine + value)
 
     def as_json(self) -> dict[str, Any]:
-        return {
-            name: dict(value) if isinstance(value, Counter) else value for name, value in vars(self).items()
-        }
+        return {name: _jsonable(value) for name, value in vars(self).items()}
+
+    def top_causes(self, per_reason: int = 3) -> list[tuple[str, int, str]]:
+        """(drop reason, count, cause) rows: each reason's most common causes, most dropped first;
+        a last row per reason counts the causes left out."""
+        rows: list[tuple[str, int, str]] = []
+        for reason, _ in self.drops.most_common():
+            counts = self.causes.get(reason, Counter())
+            ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+            rows += [(reason, n, cause) for cause, n in ranked[:per_reason]]
+            rest = ranked[per_reason:]
+            if rest:
+                rows.append((reason, sum(n for _, n in rest), f"({len(rest)} other causes)"))
+        return rows
 
     def stages(self) -> list[tuple[str, int, str]]:
         """(stage, count, breakdown) rows, in pipeline order."""
@@ -108,19 +126,28 @@ def funnel(store: Store, repository: str | None = None) -> tuple[Funnel, dict[st
             f.pairs_curated = len(curated)
             f.builds = Counter(_build_state(pair) for pair in curated)
             records = session.exec(
-                select(CurationRecord.label, CurationRecord.drop_reason).where(
+                select(CurationRecord.label, CurationRecord.drop_reason, CurationRecord.detail).where(
                     CurationRecord.repository_id == rid
                 )
             ).all()
             f.records = len(records)
-            f.classes = Counter(str(label) for label, reason in records if reason is None)
-            f.drops = Counter(str(reason) for _, reason in records if reason is not None)
+            f.classes = Counter(str(label) for label, reason, _ in records if reason is None)
+            f.drops = Counter(str(reason) for _, reason, _ in records if reason is not None)
+            for _, reason, detail in records:
+                if reason is not None:
+                    f.causes.setdefault(str(reason), Counter())[cause_line(detail) or "-"] += 1
             f.tasks = _count(session, Task.track, Task.repository_id == rid)
             per_repo[repo.name] = f
     overall = Funnel()
     for f in per_repo.values():
         overall.add(f)
     return overall, per_repo
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _jsonable(inner) for key, inner in value.items()}
+    return value
 
 
 def _build_state(pair: CuratedPair) -> str:

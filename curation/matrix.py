@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runners import Coverage, TestResult
+from runners import Coverage, TestResult, bounded
 
 CELLS = ("OO", "ON", "NO", "NN")
 """Old/new test on old/new code: (test version, code version)."""
@@ -22,6 +22,7 @@ class Cell:
 
     runs: list[str] = field(default_factory=list)
     message: str = ""
+    """The first run's message that says anything, whole (bounded)."""
     coverage: Coverage | None = None
 
     @property
@@ -34,7 +35,7 @@ class Cell:
     def add(self, result: TestResult, coverage: Coverage | None = None) -> None:
         self.runs.append(str(result.outcome))
         if result.message and not self.message:
-            self.message = result.message.strip().splitlines()[0][:500]
+            self.message = bounded(result.message.strip())
         if coverage is not None:
             self.coverage = coverage
 

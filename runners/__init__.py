@@ -24,7 +24,7 @@ from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, h
 from .jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
 from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
 from .pytest_tool import PytestTool
-from .results import Outcome, TestResult, parse_junit_xml
+from .results import MESSAGE_LIMIT, Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml
 from .sandbox import ExecResult, LocalSandbox, Sandbox
 from .tools import ToolDownloadFailed, UnknownTool, tool_jar
 from .venvs import NoPython, VenvBuildFailed, find_python, venv_for
@@ -33,6 +33,7 @@ from .worktree import WorktreeFailed, export_revision
 __all__ = [
     "BACKENDS",
     "CROSS_CLASSES_DIR",
+    "MESSAGE_LIMIT",
     "BackendUnsupported",
     "BrokenBuildFile",
     "BuildResult",
@@ -68,8 +69,10 @@ __all__ = [
     "VenvBuildFailed",
     "WorktreeFailed",
     "base_image_plan",
+    "bounded",
     "build_image",
     "build_tool",
+    "cause_line",
     "choose_jdk",
     "detect_env",
     "docker_client",
@@ -78,6 +81,7 @@ __all__ = [
     "find_python",
     "get_build_tool",
     "host_ca_bundle",
+    "in_context",
     "parse_junit_xml",
     "prepare_environment",
     "remove_leftovers",

@@ -23,7 +23,8 @@ class BuildResult:
 
     ok: bool
     message: str = ""
-    """One line for a user: what failed, or (when ``ok``) what was worked around."""
+    """What failed, whole (the tool's output, bounded: :func:`~runners.results.bounded`), or
+    (when ``ok``) what was worked around; :func:`~runners.results.cause_line` gives its one line."""
     log: ExecResult | None = None
 
 

@@ -26,7 +26,7 @@ from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import Jdk, choose_jdk
 from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
-from .results import Outcome, TestResult, parse_junit_xml
+from .results import Outcome, TestResult, bounded, in_context, parse_junit_xml, without_roots
 from .sandbox import ExecResult, Sandbox
 from .tools import tool_jar
 
@@ -68,16 +68,7 @@ _OLDEST_WRAPPED_MAVEN = (3, 6, 3)
 _REPORTS = ("TEST-junit-jupiter.xml", "TEST-junit-vintage.xml", "TEST-junit-platform-suite.xml")
 _SOURCE_ROOTS = ("src/main/java", "src/main/kotlin", "src")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_MAVEN_SOURCE_ERROR = re.compile(
-    r"^(?P<path>\S.*?\.(?:java|kt|groovy|scala)):\[(?P<line>\d+)(?:,\d+)?\]\s+(?:error:\s*)?(?P<text>.*)$"
-)
-_JAVAC_ERROR = re.compile(r"^(?P<path>\S.*?\.java):(?P<line>\d+): error: (?P<text>.*)$")
-_SYMBOL = re.compile(r"^\s+symbol:\s+(?P<symbol>.+)$")
-_MAVEN_NOISE = re.compile(
-    r"^(COMPILATION ERROR\s*:?|-> \[Help \d+\]|To see the full stack trace|Re-run Maven"
-    r"|For more information about the errors|\[Help \d+\].*|After correcting the problems"
-    r"|\s*mvn <args>|Failed to execute goal.*: Compilation failure.*|\s*)$"
-)
+_STACK_FRAME = re.compile(r"^\s+(?:at \S|\.\.\. \d+ more$)")
 _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 _JVM_NOTE = "Picked up JAVA_TOOL_OPTIONS"
@@ -262,7 +253,9 @@ class MavenTool:
             return BuildResult(False, "maven built but wrote no classpath for any module", log)
         sandbox.write_file(f"{STATE_DIR}/.gitignore", b"*\n")
         if not log.ok:  # --fail-at-end: the other modules built; their tests can run
-            return BuildResult(True, f"some modules did not build: {_maven_error(log, sandbox.workdir)}", log)
+            return BuildResult(
+                True, in_context("some modules did not build", _maven_error(log, sandbox.workdir)), log
+            )
         return BuildResult(True, "", log)
 
     def built_modules(self, sandbox: Sandbox, spec: EnvSpec) -> list[str]:
@@ -362,7 +355,7 @@ class MavenTool:
         if log.timed_out:
             return BuildResult(False, f"javac timed out after {timeout:g}s", log)
         if not log.ok:
-            return BuildResult(False, _javac_error(log), log)
+            return BuildResult(False, _javac_error(log, sandbox.workdir), log)
         return BuildResult(True, "", log)
 
     # --- mutation ----------------------------------------------------------------------------------
@@ -731,39 +724,22 @@ def _on_focal(mutant: Mutant, focal: Sequence[FocalMethod]) -> bool:
 
 
 def _maven_error(log: ExecResult, workdir: str) -> str:
-    """One line saying why Maven failed: the first compiler error, else Maven's own summary."""
-    lines = [_ANSI.sub("", line).rstrip() for line in (log.stdout + "\n" + log.stderr).splitlines()]
-    errors = [line.removeprefix("[ERROR]").strip() if line.startswith("[ERROR]") else None for line in lines]
-    for index, text in enumerate(errors):
-        match = _MAVEN_SOURCE_ERROR.match(text or "")
-        if match:
-            path = match["path"].removeprefix(workdir.rstrip("/") + "/")
-            message = f"{path}:{match['line']}: {match['text'].strip()}"
-            return _with_symbol(
-                message, [_ANSI.sub("", line).removeprefix("[ERROR]") for line in lines], index
-            )
-    meaningful = [text for text in errors if text is not None and not _MAVEN_NOISE.match(text)]
-    summary = next((text for text in meaningful if "-> [Help" in text), None)
-    chosen = summary or (meaningful[0] if meaningful else _last_line(log))
-    return _shorten(re.sub(r"\s*-> \[Help \d+\]$", "", chosen))
+    """Why Maven failed: its whole output (bounded) without stack frames, colours or the worktree's
+    own path; :func:`~runners.results.cause_line` finds the cause (the first compiler error, the
+    last ``Caused by:``)."""
+    return _whole_output(log, workdir, log.stdout + "\n" + log.stderr)
 
 
-def _javac_error(log: ExecResult) -> str:
-    lines = (log.stderr + "\n" + log.stdout).splitlines()
-    for index, line in enumerate(lines):
-        match = _JAVAC_ERROR.match(line)
-        if match:
-            return _with_symbol(f"{match['path']}:{match['line']}: {match['text'].strip()}", lines, index)
-    return _shorten(_last_line(log))
+def _javac_error(log: ExecResult, workdir: str) -> str:
+    """Why javac failed: its whole output (bounded), the first error (``path:12: error: …``) first."""
+    return _whole_output(log, workdir, log.stderr + "\n" + log.stdout)
 
 
-def _with_symbol(message: str, lines: Sequence[str], index: int) -> str:
-    """Adds the ``symbol:`` line javac prints under "cannot find symbol"."""
-    for line in lines[index + 1 : index + 4]:
-        match = _SYMBOL.match(line)
-        if match:
-            return _shorten(f"{message} ({match['symbol'].strip()})")
-    return _shorten(message)
+def _whole_output(log: ExecResult, workdir: str, output: str) -> str:
+    lines = [_ANSI.sub("", line).rstrip() for line in without_roots(output, [workdir]).splitlines()]
+    kept = [line for line in lines if not _STACK_FRAME.match(line) and not line.startswith(_JVM_NOTE)]
+    text = "\n".join(kept).strip()
+    return bounded(text) if text else f"exit code {log.exit_code}"
 
 
 def _discovery_failure(log: ExecResult) -> str:
@@ -803,11 +779,6 @@ def _last_line(log: ExecResult) -> str:
         if lines:
             return lines[-1]
     return f"exit code {log.exit_code}"
-
-
-def _shorten(text: str, limit: int = 400) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _jacoco_lines(report: bytes) -> Iterable[tuple[str, str, frozenset[int]]]:

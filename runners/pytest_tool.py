@@ -27,7 +27,7 @@ from pathlib import Path
 from .buildtools import BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
-from .results import Outcome, TestResult
+from .results import Outcome, TestResult, bounded, in_context, without_roots
 from .sandbox import ExecResult, Sandbox, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
@@ -40,12 +40,7 @@ from .venvs import (
 )
 
 _PLUGIN = "_coevo_pytest"
-_MESSAGE_LIMIT = 4000
 _COVERAGE_READ_TIMEOUT = 300.0
-_EXCEPTION_LINE = re.compile(
-    r"^E\s+((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Warning)\b.*)$"
-)
-_FILE_LINE = re.compile(r'^E?\s*File "([^"]+)", line (\d+)')
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
 
 # Runs inside the project's venv, on any Python 3 and pytest >= 4: no annotations, no walrus.
@@ -139,8 +134,16 @@ def _message(report):
         return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
     crash = getattr(report.longrepr, "reprcrash", None)
     if crash is not None:
-        return str(crash.message)
-    return str(report.longrepr or "")[-8000:]
+        return _bounded(str(crash.message))
+    return _bounded(str(report.longrepr or ""))  # a fixture not found, say: the report says why
+
+
+def _bounded(text, limit=20000):
+    """Head and tail of a long text: coevo bounds it again, as every message it stores."""
+    if len(text) <= limit:
+        return text
+    cut = "\\n... %d characters cut ...\\n" % (len(text) - limit)
+    return text[: limit // 3] + cut + text[-(limit - limit // 3):]
 
 
 @pytest.hookimpl(trylast=True)
@@ -158,7 +161,7 @@ def pytest_collection_modifyitems(session, config, items):
 
 def pytest_collectreport(report):
     if report.failed:
-        _emit({"collect_error": report.nodeid, "message": str(report.longrepr)[-8000:]})
+        _emit({"collect_error": report.nodeid, "message": _bounded(str(report.longrepr))})
 
 
 def pytest_runtest_logreport(report):
@@ -440,51 +443,36 @@ def _is_file_in(worktree: Path, path: str) -> bool:
 
 
 def _collect_outcome(result: ExecResult, worktree: Path, note: str) -> BuildResult:
-    """Reads ``pytest --collect-only -q``: an importable project collects, a broken one does not."""
+    """Reads ``pytest --collect-only -q``: an importable project collects, a broken one does not.
+
+    The message of a failure is pytest's whole output (bounded), paths in the worktree made
+    relative; :func:`~runners.results.cause_line` finds its cause (``E   ModuleNotFoundError: …``,
+    ``pytest: error: unrecognized arguments: …``).
+    """
     if result.timed_out:
         message = f"collecting the tests timed out after {result.duration:.0f}s"
         return BuildResult(ok=False, message=message, log=result)
     collected = sum(1 for line in result.stdout.splitlines() if "::" in line and not line[:1].isspace())
     if result.exit_code in (0, 5):
         return BuildResult(ok=True, message=note, log=result)
-    error = first_error(result.stdout + "\n" + result.stderr, worktree)
+    output = _output(result, worktree) or f"pytest exited with code {result.exit_code} and no output"
     if result.exit_code == 2 and collected:
-        partial = f"{collected} tests collected, but some test modules fail to import: {error}"
+        partial = in_context(f"{collected} tests collected, but some test modules fail to import", output)
         return BuildResult(ok=True, message="; ".join(filter(None, [note, partial])), log=result)
-    return BuildResult(ok=False, message=error, log=result)
+    return BuildResult(ok=False, message=output, log=result)
 
 
-def first_error(output: str, worktree: Path | None = None) -> str:
-    """The exception line of pytest output (``ModuleNotFoundError: No module named 'x'``), one line.
-
-    A ``SyntaxError`` gets the file and line it points at; paths are made relative to ``worktree``.
-    """
-    lines = output.splitlines()
-    for index, line in enumerate(lines):
-        match = _EXCEPTION_LINE.match(line)
-        if not match:
-            continue
-        error = match.group(1).strip()
-        if error.startswith(("SyntaxError", "IndentationError", "TabError")):
-            for previous in reversed(lines[max(index - 6, 0) : index]):
-                located = _FILE_LINE.match(previous)
-                if located:
-                    error += f" ({_relative(located.group(1), worktree)}, line {located.group(2)})"
-                    break
-        # Paths inside the worktree are made relative so messages compare across worktrees.
-        for root in {worktree, worktree.resolve()} if worktree else ():
-            error = error.replace(f"{root}{os.sep}", "")
-        return error
-    for line in lines:
-        if line.startswith(("ERROR:", "ImportError", "INTERNALERROR>")):
-            return line.strip()
-    rest = [line.strip() for line in lines if line.strip()]
-    return rest[-1] if rest else "pytest failed with no output"
+def _output(result: ExecResult, worktree: Path) -> str:
+    """What a pytest run printed (bounded), paths in the worktree made relative."""
+    return bounded(_in_worktree((result.stdout.strip() + "\n" + result.stderr.strip()).strip(), worktree))
 
 
-def _relative(path: str, worktree: Path | None) -> str:
-    if worktree is None:
-        return path
+def _in_worktree(text: str, worktree: Path) -> str:
+    """``text`` with paths inside the worktree made relative, so messages compare across worktrees."""
+    return without_roots(text, [str(worktree), str(worktree.resolve())])
+
+
+def _relative(path: str, worktree: Path) -> str:
     for root in (worktree, worktree.resolve()):
         try:
             return Path(path).relative_to(root).as_posix()
@@ -507,15 +495,15 @@ def _results(
     requested: list[str], records: list[dict], log: ExecResult, worktree: Path
 ) -> tuple[TestResult, ...]:
     """One result per requested id, from the plugin's reports and how the run ended."""
-    ran = _by_request(requested, _combine(records))
+    ran = _by_request(requested, _combine(records, worktree))
     collected: set[str] | None = None
     collect_errors: dict[str, str] = {}
     for record in records:
         if "collected" in record:
             collected = set(record["collected"]) | {node.split("[")[0] for node in record["collected"]}
         elif "collect_error" in record:
-            collect_errors[record["collect_error"]] = first_error(record["message"], worktree)
-    crash = "" if log.timed_out else first_error(log.stdout + "\n" + log.stderr, worktree)
+            collect_errors[record["collect_error"]] = bounded(_in_worktree(record["message"], worktree))
+    crash = "" if log.timed_out else _output(log, worktree)
     results: list[TestResult] = []
     for test in requested:
         if test in ran:
@@ -529,8 +517,8 @@ def _results(
         elif log.timed_out:
             results.append(TestResult(test, Outcome.TIMEOUT, f"no result within {log.duration:.0f}s"))
         else:
-            why = crash if collected is None else f"collected but not run: {crash}"
-            results.append(TestResult(test, Outcome.ERROR, why[:_MESSAGE_LIMIT]))
+            why = crash if collected is None else in_context("collected but not run", crash)
+            results.append(TestResult(test, Outcome.ERROR, why or f"pytest exited with code {log.exit_code}"))
     return tuple(results)
 
 
@@ -549,7 +537,7 @@ def _by_request(requested: list[str], ran: dict[str, TestResult]) -> dict[str, T
             if chosen:
                 message = chosen[0].message
                 if outcome in (Outcome.FAIL, Outcome.ERROR):
-                    message = f"{chosen[0].test.removeprefix(test)}: {message}"
+                    message = in_context(chosen[0].test.removeprefix(test), message)
                 combined[test] = TestResult(test, outcome, message, sum(m.duration for m in members))
                 break
     return combined
@@ -559,8 +547,9 @@ def _under(test: str, node: str) -> bool:
     return not node or test == node or test.startswith((f"{node}::", f"{node}/"))
 
 
-def _combine(records: list[dict]) -> dict[str, TestResult]:
-    """Setup, call and teardown reports folded into one outcome per node id."""
+def _combine(records: list[dict], worktree: Path) -> dict[str, TestResult]:
+    """Setup, call and teardown reports folded into one outcome per node id, each with its whole
+    message (bounded; a setup or teardown failure says which, with its cause)."""
     outcomes: dict[str, tuple[Outcome, str]] = {}
     durations: dict[str, float] = {}
     for record in records:
@@ -568,7 +557,8 @@ def _combine(records: list[dict]) -> dict[str, TestResult]:
         if test is None:
             continue
         durations[test] = durations.get(test, 0.0) + float(record.get("duration") or 0.0)
-        when, outcome, message = record.get("when"), record.get("outcome"), record.get("message", "")
+        when, outcome = record.get("when"), record.get("outcome")
+        message = _in_worktree(record.get("message", ""), worktree)
         if record.get("xfail") and outcome == "skipped":
             outcomes[test] = (Outcome.XFAIL, message)
         elif record.get("xfail"):  # passed though expected to fail (a strict mark fails instead)
@@ -578,9 +568,9 @@ def _combine(records: list[dict]) -> dict[str, TestResult]:
         elif when == "call":
             outcomes[test] = (Outcome.PASS, "") if outcome == "passed" else (Outcome.FAIL, message)
         elif outcome == "failed" and (test not in outcomes or outcomes[test][0] == Outcome.PASS):
-            outcomes[test] = (Outcome.ERROR, f"{when}: {message}")
+            outcomes[test] = (Outcome.ERROR, in_context(str(when), message))
     return {
-        test: TestResult(test, outcome, message[:_MESSAGE_LIMIT], durations.get(test, 0.0))
+        test: TestResult(test, outcome, bounded(message), durations.get(test, 0.0))
         for test, (outcome, message) in outcomes.items()
     }
 

@@ -63,7 +63,7 @@ from .envspec import GitTree
 from .judge_tree import judge_tree
 from .maven import LauncherFailed
 from .mutation import MutationResult
-from .results import Outcome, TestResult
+from .results import Outcome, TestResult, bounded, in_context
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
 from .sides import Side
@@ -389,8 +389,8 @@ def check_gold(
     for method, test in ids.items():
         if on_new[test].outcome != Outcome.PASS:
             found = on_new[test]
-            why = f"{found.outcome}: {found.message}"
-            return False, f"the developer's {method} does not pass on the new code here: {why}"
+            why = in_context(str(found.outcome), found.message)
+            return False, in_context(f"the developer's {method} does not pass on the new code here", why)
     if old is not None:
         with _closing(_judge_side(task, old, repo_path, given, scratch / "gold-old")) as side:
             results = side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
@@ -482,7 +482,7 @@ def _outcome(
         "strict": strict,
         "new": new,
         "old": old,
-        "message": message[:500],
+        "message": bounded(message),
     }
 
 
@@ -518,7 +518,7 @@ def score_task(
     old = built(task.rev1) if task.track == Track.GENERATION else None
     broken = [b for b in (new, old) if b is not None and b.status != "ok"]
     if broken:
-        message = f"{broken[0].sha[:10]} {broken[0].status}: {broken[0].message}"
+        message = in_context(f"{broken[0].sha[:10]} {broken[0].status}", broken[0].message)
         return _finish(
             run, task, {m: _outcome("harness_fail", message) for m in task.test_methods}, None, started
         )
@@ -531,7 +531,7 @@ def score_task(
         if gold_checks is not None:
             gold_checks.put(gold)
     if not gold.ok:
-        message = f"the gold does not hold in this environment: {gold.message}"
+        message = in_context("the gold does not hold in this environment", gold.message)
         return _finish(
             run, task, {m: _outcome("harness_fail", message) for m in task.test_methods}, None, started
         )

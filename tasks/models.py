@@ -320,6 +320,7 @@ class CuratedPair(SQLModel, table=True):
     """``ok``, ``failed``, ``env_failed``, or ``skipped`` (no candidate needed a build)."""
     rev2_build: str = ""
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """What each build said (``rev1: <cause>`` then its whole message), bounded."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     image: str | None = None
     backend: str = ""
@@ -339,10 +340,11 @@ class CurationRecord(SQLModel, table=True):
     label: Label = Field(index=True)
     drop_reason: DropReason | None = Field(default=None, index=True)
     detail: str = Field(default="", sa_column=Column(Text, nullable=False))
-    """One line: why it was dropped, or what decided the label."""
+    """Why it was dropped, or what decided the label: a first line naming the cause (``NN error:
+    setup: fixture 'db' not found``), then the whole message it came from, if any (bounded)."""
     cells: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     """``OO``/``ON``/``NO``/``NN`` → ``{"outcome", "runs": [outcomes...], "message"}`` (cells not
-    run are missing)."""
+    run are missing; the message whole, bounded)."""
     focal: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     """Focal methods: ``{"file", "method", "kind", "start", "end", "provenance"}``, provenance
     ``coverage`` (executed at rev2) or a static link's (``call``, ``naming``, …)."""
@@ -408,7 +410,8 @@ class AgentRun(SQLModel, table=True):
     A success passes on rev2, runs a line of a focal method and, for generation, fails, errs or
     does not compile on rev1 (skipped, absent, xfail or a timeout there is no failure); a strict
     success also detects a mutant of the focal methods (when they have one: see
-    ``runners/success.py``). Runs stored before strict success have no ``"strict"``."""
+    ``runners/success.py``). Runs stored before strict success have no ``"strict"``. The message
+    is whole (bounded), its first line naming the cause when it has context."""
     pass_rate: float = 0.0
     success_rate: float = 0.0
     strict_success_rate: float = 0.0

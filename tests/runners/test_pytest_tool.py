@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from runners import EnvSpec, FolderTree, LocalSandbox, Outcome, detect_env, get_build_tool
-from runners.pytest_tool import PytestTool, first_error
+from runners.pytest_tool import PytestTool, _in_worktree
+from runners.results import cause_line
 from runners.sandbox import ExecResult
 from runners.venvs import (
     MARKER,
@@ -155,7 +156,7 @@ def test_src_layouts_put_src_on_the_path(tmp_path: Path) -> None:
     assert import_paths(tmp_path) == (tmp_path / "src", tmp_path)
 
 
-def test_first_error_reads_the_exception_line_of_pytest_output(tmp_path: Path) -> None:
+def test_the_cause_of_pytest_output_is_its_exception_line_paths_relative(tmp_path: Path) -> None:
     output = f"""\
 ________________ ERROR collecting tests/test_core.py ________________
 tests/test_core.py:1: in <module>
@@ -165,8 +166,8 @@ E       def broken(:
 E                  ^
 E   SyntaxError: invalid syntax
 """
-    assert first_error(output, tmp_path) == "SyntaxError: invalid syntax (pkg/core.py, line 2)"
-    assert first_error("E   ModuleNotFoundError: No module named 'x'\n") == (
+    assert cause_line(_in_worktree(output, tmp_path)) == "SyntaxError: invalid syntax (pkg/core.py, line 2)"
+    assert cause_line("E   ModuleNotFoundError: No module named 'x'\n") == (
         "ModuleNotFoundError: No module named 'x'"
     )
 
@@ -209,7 +210,7 @@ def test_a_requirements_project_gets_its_packages(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_package_that_does_not_import_fails_the_build_in_one_line(tmp_path: Path) -> None:
+def test_a_package_that_does_not_import_fails_the_build_naming_the_error(tmp_path: Path) -> None:
     root = write(
         tmp_path,
         {
@@ -220,8 +221,9 @@ def test_a_package_that_does_not_import_fails_the_build_in_one_line(tmp_path: Pa
     )
     result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
     assert not result.ok
-    assert result.message.startswith("SyntaxError:") and "pkg/core.py, line 1" in result.message
-    assert "\n" not in result.message
+    cause = cause_line(result.message)
+    assert cause.startswith("SyntaxError:") and "pkg/core.py, line 1" in cause, result.message
+    assert "ERROR collecting" in result.message and str(root) not in result.message  # whole, relative
 
 
 @pytest.mark.slow
@@ -239,13 +241,69 @@ def test_a_missing_import_in_the_tests_fails_the_build(tmp_path: Path) -> None:
         tmp_path, {"tests/test_a.py": "import not_installed_anywhere\n\n\ndef test_a():\n    pass\n"}
     )
     result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
-    assert (result.ok, result.message) == (
+    assert (result.ok, cause_line(result.message)) == (
         False,
         "ModuleNotFoundError: No module named 'not_installed_anywhere'",
     )
 
 
+@pytest.mark.slow
+def test_addopts_naming_a_missing_plugin_fails_the_build_with_its_cause(tmp_path: Path) -> None:
+    """pytest's first line is its usage; the cause is on the next."""
+    root = write(
+        tmp_path,
+        {
+            "pytest.ini": "[pytest]\naddopts = --asyncio-mode=strict\n",
+            "tests/test_a.py": "def test_a():\n    assert True\n",
+        },
+    )
+    result = PytestTool().build(LocalSandbox(root), PLAIN, timeout=600)
+    assert not result.ok and result.message.startswith("ERROR: usage: python -m pytest [options]")
+    assert (
+        cause_line(result.message) == "python -m pytest: error: unrecognized arguments: --asyncio-mode=strict"
+    )
+    assert "inifile: pytest.ini" in result.message  # paths in the worktree are relative
+
+
 # --- Running ------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_missing_fixture_and_a_parametrized_failure_keep_their_whole_message(tmp_path: Path) -> None:
+    root = write(
+        tmp_path,
+        {
+            "tests/test_b.py": """\
+                import pytest
+
+
+                def test_uses_missing(missing_db):
+                    assert missing_db
+
+
+                @pytest.mark.parametrize("x", ["a", "b"])
+                def test_x(x):
+                    assert x == "a"
+                """
+        },
+    )
+    asked = [
+        "tests/test_b.py::test_uses_missing",
+        "tests/test_b.py::test_x[a]",
+        "tests/test_b.py::test_x[b]",
+        "tests/test_b.py::test_x",
+    ]
+    run = PytestTool().run_tests(LocalSandbox(root), PLAIN, asked, timeout=120)
+    found = {r.test: (r.outcome, cause_line(r.message)) for r in run.results}
+    assert found == {
+        "tests/test_b.py::test_uses_missing": (Outcome.ERROR, "setup: fixture 'missing_db' not found"),
+        "tests/test_b.py::test_x[a]": (Outcome.PASS, ""),
+        "tests/test_b.py::test_x[b]": (Outcome.FAIL, "AssertionError: assert 'b' == 'a'"),
+        "tests/test_b.py::test_x": (Outcome.FAIL, "[b]: AssertionError: assert 'b' == 'a'"),
+    }
+    missing = run.results[0].message
+    assert "available fixtures:" in missing and "file tests/test_b.py, line 4" in missing
+    assert run.results[2].message.endswith("- a\n  + b")  # pytest's whole explanation
 
 
 @pytest.mark.slow
@@ -280,7 +338,7 @@ def test_outcomes_map_back_to_the_node_ids_asked_for(calc_built: Path, calc_spec
     assert "assert 2 == 3" in messages["tests/test_core.py::test_fail"]
     assert "fixture broke" in messages["tests/test_core.py::test_error"]
     assert messages["tests/test_core.py::test_skipped"] == "not today"
-    assert messages["tests/test_new.py::test_mul"] == (
+    assert cause_line(messages["tests/test_new.py::test_mul"]) == (
         "ImportError: cannot import name 'mul' from 'calc.core' (src/calc/core.py)"
     )
     assert run.coverage == {}
