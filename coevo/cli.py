@@ -39,9 +39,11 @@ from tasks import (
     MiningRun,
     Repository,
     Store,
+    Terminated,
     TestChangeKind,
     list_candidates,
     open_store,
+    stop_on_signals,
 )
 
 from . import __version__
@@ -990,7 +992,9 @@ def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The console script: user errors end in one line on stderr, never a traceback."""
+    """The console script: user errors end in one line on stderr, never a traceback. SIGTERM and
+    SIGHUP stop it as Ctrl-C does: the run is recorded as interrupted and its sandboxes removed."""
+    stop_on_signals()
     try:
         result = app.main(args=argv, prog_name="coevo", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -1004,9 +1008,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         err.print("interrupted; the work done so far is saved, run the command again to resume")
         return 130
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         err.print("interrupted; the work done so far is saved, run the command again to resume")
-        return 130
+        return 128 + exc.signum if isinstance(exc, Terminated) else 130
     except CoevoError as exc:
         err.print(f"error: {exc}", highlight=False, soft_wrap=True)
         return 1
