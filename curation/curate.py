@@ -10,9 +10,11 @@ flight, and the next run does the rest. Pairs run in a ``concurrent.futures`` ex
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -29,7 +31,7 @@ from sqlmodel import col, select
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
-from runners import Coverage, GitTree, TestRun, resolve_backend
+from runners import Coverage, GitTree, TestRun, remove_dead_leftovers, resolve_backend
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -46,14 +48,17 @@ from tasks import (
     MethodChangeKind,
     MinedCommit,
     MiningRun,
+    Owner,
     Repository,
     RevisionPair,
     RunStatus,
     Store,
     Task,
     TaskStatus,
+    Terminated,
     TestChangeKind,
     Track,
+    mark_abandoned_runs,
     open_store,
     utcnow,
 )
@@ -105,13 +110,19 @@ class CurateReport:
 
 
 def curate(store: Store, request: CurateRequest, progress: CurateProgress | None = None) -> CurateReport:
-    """Curates every pending pair of the request's window; returns the run and its label counts."""
+    """Curates every pending pair of the request's window; returns the run and its label counts.
+
+    First, what killed runs left is dealt with: their runs are marked ``interrupted``, their
+    containers and scratch folders removed (see :func:`~tasks.mark_abandoned_runs`).
+    """
     progress = progress or CurateProgress()
     backend = resolve_backend(request.backend)
     request = dataclasses.replace(request, backend=backend)
+    mark_abandoned_runs(store)
+    remove_dead_leftovers(docker=backend == "docker")
     pending = _pending_pairs(store, request)
     with store.session() as session:
-        run = CurationRun(backend=backend, reruns=request.reruns)
+        run = CurationRun(backend=backend, reruns=request.reruns, owner=Owner.current().token)
         session.add(run)
         session.flush()
         session.refresh(run)
@@ -152,10 +163,14 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
                     result = exc
                 finished(pair, result)
         else:
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=get_context("spawn"), initializer=_start_worker
+            ) as pool:
                 _run_pool(pool, pending, store.url, request, run.id, finished)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         status = RunStatus.INTERRUPTED
+        by = f" by {exc.args[0]}" if isinstance(exc, Terminated) else ""
+        stopped = f"interrupted{by}: {done} pairs curated; run again to resume"
         raise
     except InfrastructureError as exc:
         status, stopped = RunStatus.FAILED, str(exc)
@@ -183,7 +198,7 @@ def _run_pool(
     finished: Callable[[tuple[int, str, str, int], PairOutcome | BaseException], None],
 ) -> None:
     futures: dict[Future[PairOutcome], tuple[int, str, str, int]] = {
-        pool.submit(curate_pair, url, pair[0], request, run_id): pair for pair in pending
+        pool.submit(_curate_in_worker, url, pair[0], request, run_id): pair for pair in pending
     }
     try:
         while futures:
@@ -195,6 +210,11 @@ def _run_pool(
     except BaseException:
         for future in futures:
             future.cancel()
+        # The pairs in flight stop now, their sandboxes closed (see _stop_worker); the pool's
+        # workers are reachable only through its private table.
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()
         raise
 
 
@@ -246,6 +266,33 @@ class _Item:
     cells: dict[str, Cell] = field(default_factory=dict)
     verdict: Verdict | None = None
     focal: list[dict[str, Any]] = field(default_factory=list)
+
+
+_BUSY = False
+"""Whether this worker process is curating a pair."""
+
+
+def _start_worker() -> None:
+    """Worker initializer: the main process alone answers Ctrl-C, and stops workers with SIGTERM."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_worker)
+
+
+def _stop_worker(signum: int, _frame: object) -> None:
+    """SIGTERM interrupts the pair in flight, so its sandboxes close (processes killed, containers
+    removed) and nothing of it is written; an idle worker just ends."""
+    if _BUSY:
+        raise Terminated(signum)
+    os._exit(128 + signum)
+
+
+def _curate_in_worker(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:
+    global _BUSY
+    _BUSY = True
+    try:
+        return curate_pair(url, pair_id, request, run_id)
+    finally:
+        _BUSY = False
 
 
 def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:

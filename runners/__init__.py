@@ -22,6 +22,7 @@ from .envspec import (
 )
 from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
 from .jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from .leftovers import remove_dead_leftovers
 from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
 from .pytest_tool import PytestTool
 from .results import Outcome, TestResult, parse_junit_xml
@@ -80,6 +81,7 @@ __all__ = [
     "host_ca_bundle",
     "parse_junit_xml",
     "prepare_environment",
+    "remove_dead_leftovers",
     "remove_leftovers",
     "resolve_backend",
     "tool_jar",

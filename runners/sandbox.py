@@ -12,7 +12,6 @@ import selectors
 import signal
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -21,6 +20,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
 from tasks import CoevoError
+
+from .scratch import owned_folder
 
 DEFAULT_OUTPUT_LIMIT = 1 << 20
 """Bytes of stdout (and of stderr) kept per command: the head and the tail, half each."""
@@ -159,7 +160,9 @@ class LocalSandbox:
             _kill_group(proc)
 
     def scratch(self) -> Path:
-        return Path(tempfile.gettempdir())  # the host shares everything with everyone, by design
+        # The host shares everything with everyone, by design; this process's folder is removed
+        # by the next coevo command if this one is killed.
+        return owned_folder()
 
     @contextlib.contextmanager
     def writable(self, folders: Sequence[Path]) -> Iterator[LocalSandbox]:
