@@ -122,6 +122,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
     remove_dead_leftovers(docker=backend == "docker")
     pending = _pending_pairs(store, request)
     with store.session() as session:
+        paths = {r.id: Path(r.path) for r in session.exec(select(Repository)).all()}
         run = CurationRun(backend=backend, reruns=request.reruns, owner=Owner.current().token)
         session.add(run)
         session.flush()
@@ -149,7 +150,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
         for rev in {rev1, rev2}:
             needs[rev] -= 1
             if needs[rev] == 0:
-                release_revision(root, repository_id, rev, backend)
+                release_revision(root, paths[repository_id], rev, backend)
         progress.advance(1)
 
     status, stopped = RunStatus.COMPLETED, ""
@@ -407,7 +408,6 @@ class _PairCurator:
     def _prepare(self, sha: str) -> BuiltRevision:
         return prepare_revision(
             work_root(),
-            self.repo.id or 0,
             self.path,
             sha,
             self.repo.language,

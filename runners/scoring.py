@@ -512,7 +512,7 @@ def score_task(
 
     def built(sha: str) -> BuiltRevision:
         return prepare_revision(
-            root, repo.id or 0, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
+            root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
             options.base_images, options.build_timeout, [task.test_file],
         )  # fmt: skip
 
