@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager
 from enum import Enum
@@ -37,6 +39,12 @@ _MARKER_TABLE = "repository"
 """The table every coevo store has: a database without it is not a coevo store."""
 _CHECK_DB = "check --db (or $COEVO_DB)"
 _POLL = 0.25
+_CONNECTED: Counter[Path] = Counter()
+"""SQLite files this process has engines on. Closing any descriptor of a file drops every POSIX
+lock the process holds on it, SQLite's among them: another process could then take itself for
+the file's last user and delete the write-ahead log under this one's connections. A file that is
+connected here is never opened again outside SQLite."""
+_CONNECTED_LOCK = threading.Lock()
 
 
 class StoreError(CoevoError):
@@ -87,6 +95,7 @@ class Store:
         self.lock_timeout = lock_timeout
         self.waiting = waiting
         self._engine: Engine | None = None
+        self._connected: Path | None = None
 
     @property
     def name(self) -> str:
@@ -133,7 +142,10 @@ class Store:
         if url.drivername.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": self.lock_timeout}
         if path is not None:
-            self._check_file(path)
+            with _CONNECTED_LOCK:
+                connected_here = _CONNECTED[path.absolute()] > 0
+            if not connected_here:  # checked when it was connected; reading it now would unlock it
+                self._check_file(path)
             self._check_tables(self._wait_for_lock(path), sqlite_file=True)
         try:
             engine = create_engine(url, **kwargs)
@@ -154,6 +166,10 @@ class Store:
             engine.dispose()
             cause = (str(exc.orig).strip().splitlines() or [type(exc.orig).__name__])[0]
             raise StoreError(f"cannot open the database {self.name}: {cause}") from None
+        if path is not None:
+            self._connected = path.absolute()
+            with _CONNECTED_LOCK:
+                _CONNECTED[self._connected] += 1
         return engine
 
     def _check_file(self, path: Path) -> None:
@@ -265,6 +281,12 @@ class Store:
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None
+        connected, self._connected = self._connected, None
+        if connected is not None:
+            with _CONNECTED_LOCK:
+                _CONNECTED[connected] -= 1
+                if _CONNECTED[connected] <= 0:
+                    del _CONNECTED[connected]
 
 
 def open_store(
