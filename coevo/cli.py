@@ -1005,12 +1005,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         err.print(f"error: {exc.format_message()}{hint}", highlight=False, soft_wrap=True)
         return 2
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
         err.print("interrupted; the work done so far is saved, run the command again to resume")
-        return 130
-    except KeyboardInterrupt as exc:
-        err.print("interrupted; the work done so far is saved, run the command again to resume")
-        return 128 + exc.signum if isinstance(exc, Terminated) else 130
+        signalled = exc.__cause__ if isinstance(exc, click.Abort) else exc
+        return 128 + signalled.signum if isinstance(signalled, Terminated) else 130
     except CoevoError as exc:
         err.print(f"error: {exc}", highlight=False, soft_wrap=True)
         return 1

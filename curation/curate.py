@@ -18,7 +18,7 @@ import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from multiprocessing import get_context
@@ -191,7 +191,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
 
 
 def _run_pool(
-    pool: Executor,
+    pool: ProcessPoolExecutor,
     pending: Sequence[tuple[int, str, str, int]],
     url: str,
     request: CurateRequest,
@@ -209,14 +209,29 @@ def _run_pool(
                 error = future.exception()
                 finished(pair, error if error is not None else future.result())
     except BaseException:
-        for future in futures:
-            future.cancel()
-        # The pairs in flight stop now, their sandboxes closed (see _stop_worker); the pool's
-        # workers are reachable only through its private table.
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.terminate()
+        _stop_workers(pool)
         raise
+
+
+_STOP_GRACE = 60.0
+"""Seconds a worker has to close its sandboxes after SIGTERM before it is killed."""
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stops the pairs in flight now, their sandboxes closed (see :func:`_stop_worker`), rather
+    than waiting for them to finish; pairs not started yet never start. The pool's processes are
+    reachable only through its private table."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)  # forgets the processes
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    deadline = time.monotonic() + _STOP_GRACE
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
 
 
 def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str, str, int]]:
@@ -271,6 +286,8 @@ class _Item:
 
 _BUSY = False
 """Whether this worker process is curating a pair."""
+_STOPPING = False
+"""Whether this worker was asked to stop (it starts no pair then)."""
 
 
 def _start_worker() -> None:
@@ -281,16 +298,21 @@ def _start_worker() -> None:
 
 def _stop_worker(signum: int, _frame: object) -> None:
     """SIGTERM interrupts the pair in flight, so its sandboxes close (processes killed, containers
-    removed) and nothing of it is written; an idle worker just ends."""
+    removed) and nothing of it is written. An idle worker starts no pair any more and ends when
+    the pool tells it to (it may be waiting for work holding the pool's queue lock: an exception
+    or exit there would leave the lock taken and the pool stuck)."""
+    global _STOPPING
+    _STOPPING = True
     if _BUSY:
         raise Terminated(signum)
-    os._exit(128 + signum)
 
 
 def _curate_in_worker(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:
     global _BUSY
     _BUSY = True
     try:
+        if _STOPPING:
+            raise Terminated(signal.SIGTERM)
         return curate_pair(url, pair_id, request, run_id)
     finally:
         _BUSY = False

@@ -60,7 +60,9 @@ def test_two_stores_with_different_repositories_never_share_a_built_revision(
             {
                 "pyproject.toml": '[project]\nname = "calc"\nversion = "1"\nrequires-python = ">=3.11"\n',
                 "calc.py": f"def answer():\n    return {answer}\n",
-                "tests/test_calc.py": f"from calc import answer\n\n\ndef test_answer():\n    assert answer() == {answer}\n",
+                "tests/test_calc.py": (
+                    f"from calc import answer\n\n\ndef test_answer():\n    assert answer() == {answer}\n"
+                ),
             },
         )
         db = tmp_path / name / "coevo.db"
