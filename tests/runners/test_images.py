@@ -180,11 +180,11 @@ def test_a_container_killed_mid_run_is_a_recorded_failure(python_image: str, tmp
     box = DockerSandbox(client, python_image, tmp_path)
     try:
         box.exec(["true"], timeout=30)
-        killer = threading.Timer(2.0, lambda: client.containers.list(filters={"label": LABEL})[0].kill())
+        killer = threading.Timer(2.0, lambda: _containers_of(client, Owner.current())[0].kill())
         killer.start()
         result = box.exec(["sleep", "120"], timeout=300)
         killer.join()
         assert not result.ok and result.exit_code is None and not result.timed_out
     finally:
         box.close()
-    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert _containers_of(client, Owner.current()) == []
