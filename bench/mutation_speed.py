@@ -86,7 +86,7 @@ def main() -> int:
     for task in tasks:
         repo = repos[task.repository_id]
         built = prepare_revision(
-            work, repo.id or 0, Path(repo.path), task.rev2, "java", "local", tuple(repo.build_args),
+            work, Path(repo.path), task.rev2, "java", "local", tuple(repo.build_args),
             timeout=args.timeout, test_files=[task.test_file],
         )  # fmt: skip
         if built.status != "ok" or built.spec is None or built.worktree is None:

@@ -39,9 +39,11 @@ from tasks import (
     MiningRun,
     Repository,
     Store,
+    Terminated,
     TestChangeKind,
     list_candidates,
     open_store,
+    stop_on_signals,
 )
 
 from . import __version__
@@ -1001,7 +1003,9 @@ def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The console script: user errors end in one line on stderr, never a traceback."""
+    """The console script: user errors end in one line on stderr, never a traceback. SIGTERM and
+    SIGHUP stop it as Ctrl-C does: the run is recorded as interrupted and its sandboxes removed."""
+    stop_on_signals()
     try:
         result = app.main(args=argv, prog_name="coevo", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -1012,12 +1016,10 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see '{exc.ctx.command_path} --help')" if exc.ctx else ""
         err.print(f"error: {exc.format_message()}{hint}", highlight=False, soft_wrap=True)
         return 2
-    except click.Abort:
+    except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
         err.print("interrupted; the work done so far is saved, run the command again to resume")
-        return 130
-    except KeyboardInterrupt:
-        err.print("interrupted; the work done so far is saved, run the command again to resume")
-        return 130
+        signalled = exc.__cause__ if isinstance(exc, click.Abort) else exc
+        return 128 + signalled.signum if isinstance(signalled, Terminated) else 130
     except CoevoError as exc:
         err.print(f"error: {exc}", highlight=False, soft_wrap=True)
         return 1

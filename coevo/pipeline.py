@@ -7,7 +7,6 @@ as they are built.
 from __future__ import annotations
 
 import dataclasses
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,10 +15,11 @@ from pathlib import Path
 from curation import CurateProgress, CurateReport, CurateRequest, curate
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
-from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env
+from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
 from runners.environment import image_plan, prepare_environment
 from runners.envspec import maven_build_files
 from runners.images import ImagePlan, deps_image_plan
+from runners.scratch import temporary_dir
 from runners.worktree import export_revision
 from tasks import CoevoError, MiningRun, Repository, Store
 
@@ -147,7 +147,8 @@ def build_and_test(
     build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
     environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
     image = environment.image.tag if environment.image else None
-    with tempfile.TemporaryDirectory(prefix="coevo-worktree-") as tmp:
+    remove_dead_leftovers(docker=environment.backend == "docker")
+    with temporary_dir("coevo-worktree-") as tmp:
         worktree = export_revision(path, sha, Path(tmp) / "work")
         builder = environment.builder(worktree)
         try:

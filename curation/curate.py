@@ -10,13 +10,15 @@ flight, and the next run does the rest. Pairs run in a ``concurrent.futures`` ex
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime
 from multiprocessing import get_context
@@ -29,7 +31,16 @@ from sqlmodel import col, select
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
-from runners import MESSAGE_LIMIT, Coverage, GitTree, TestRun, bounded, in_context, resolve_backend
+from runners import (
+    MESSAGE_LIMIT,
+    Coverage,
+    GitTree,
+    TestRun,
+    bounded,
+    in_context,
+    remove_dead_leftovers,
+    resolve_backend,
+)
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -46,14 +57,17 @@ from tasks import (
     MethodChangeKind,
     MinedCommit,
     MiningRun,
+    Owner,
     Repository,
     RevisionPair,
     RunStatus,
     Store,
     Task,
     TaskStatus,
+    Terminated,
     TestChangeKind,
     Track,
+    mark_abandoned_runs,
     open_store,
     utcnow,
 )
@@ -105,13 +119,20 @@ class CurateReport:
 
 
 def curate(store: Store, request: CurateRequest, progress: CurateProgress | None = None) -> CurateReport:
-    """Curates every pending pair of the request's window; returns the run and its label counts."""
+    """Curates every pending pair of the request's window; returns the run and its label counts.
+
+    First, what killed runs left is dealt with: their runs are marked ``interrupted``, their
+    containers and scratch folders removed (see :func:`~tasks.mark_abandoned_runs`).
+    """
     progress = progress or CurateProgress()
     backend = resolve_backend(request.backend)
     request = dataclasses.replace(request, backend=backend)
+    mark_abandoned_runs(store)
+    remove_dead_leftovers(docker=backend == "docker")
     pending = _pending_pairs(store, request)
     with store.session() as session:
-        run = CurationRun(backend=backend, reruns=request.reruns)
+        paths = {r.id: Path(r.path) for r in session.exec(select(Repository)).all()}
+        run = CurationRun(backend=backend, reruns=request.reruns, owner=Owner.current().token)
         session.add(run)
         session.flush()
         session.refresh(run)
@@ -138,7 +159,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
         for rev in {rev1, rev2}:
             needs[rev] -= 1
             if needs[rev] == 0:
-                release_revision(root, repository_id, rev, backend)
+                release_revision(root, paths[repository_id], rev, backend)
         progress.advance(1)
 
     status, stopped = RunStatus.COMPLETED, ""
@@ -152,10 +173,14 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
                     result = exc
                 finished(pair, result)
         else:
-            with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            with ProcessPoolExecutor(
+                workers, mp_context=get_context("spawn"), initializer=_start_worker
+            ) as pool:
                 _run_pool(pool, pending, store.url, request, run.id, finished)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         status = RunStatus.INTERRUPTED
+        by = f" by {exc.args[0]}" if isinstance(exc, Terminated) else ""
+        stopped = f"interrupted{by}: {done} pairs curated; run again to resume"
         raise
     except InfrastructureError as exc:
         status, stopped = RunStatus.FAILED, str(exc)
@@ -175,7 +200,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
 
 
 def _run_pool(
-    pool: Executor,
+    pool: ProcessPoolExecutor,
     pending: Sequence[tuple[int, str, str, int]],
     url: str,
     request: CurateRequest,
@@ -183,7 +208,7 @@ def _run_pool(
     finished: Callable[[tuple[int, str, str, int], PairOutcome | BaseException], None],
 ) -> None:
     futures: dict[Future[PairOutcome], tuple[int, str, str, int]] = {
-        pool.submit(curate_pair, url, pair[0], request, run_id): pair for pair in pending
+        pool.submit(_curate_in_worker, url, pair[0], request, run_id): pair for pair in pending
     }
     try:
         while futures:
@@ -193,9 +218,29 @@ def _run_pool(
                 error = future.exception()
                 finished(pair, error if error is not None else future.result())
     except BaseException:
-        for future in futures:
-            future.cancel()
+        _stop_workers(pool)
         raise
+
+
+_STOP_GRACE = 60.0
+"""Seconds a worker has to close its sandboxes after SIGTERM before it is killed."""
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """Stops the pairs in flight now, their sandboxes closed (see :func:`_stop_worker`), rather
+    than waiting for them to finish; pairs not started yet never start. The pool's processes are
+    reachable only through its private table."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)  # forgets the processes
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.terminate()
+    deadline = time.monotonic() + _STOP_GRACE
+    for process in processes:
+        with contextlib.suppress(Exception):
+            process.join(max(0.0, deadline - time.monotonic()))
+            if process.is_alive():
+                process.kill()
 
 
 def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str, str, int]]:
@@ -246,6 +291,40 @@ class _Item:
     cells: dict[str, Cell] = field(default_factory=dict)
     verdict: Verdict | None = None
     focal: list[dict[str, Any]] = field(default_factory=list)
+
+
+_BUSY = False
+"""Whether this worker process is curating a pair."""
+_STOPPING = False
+"""Whether this worker was asked to stop (it starts no pair then)."""
+
+
+def _start_worker() -> None:
+    """Worker initializer: the main process alone answers Ctrl-C, and stops workers with SIGTERM."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _stop_worker)
+
+
+def _stop_worker(signum: int, _frame: object) -> None:
+    """SIGTERM interrupts the pair in flight, so its sandboxes close (processes killed, containers
+    removed) and nothing of it is written. An idle worker starts no pair any more and ends when
+    the pool tells it to (it may be waiting for work holding the pool's queue lock: an exception
+    or exit there would leave the lock taken and the pool stuck)."""
+    global _STOPPING
+    _STOPPING = True
+    if _BUSY:
+        raise Terminated(signum)
+
+
+def _curate_in_worker(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:
+    global _BUSY
+    _BUSY = True
+    try:
+        if _STOPPING:
+            raise Terminated(signal.SIGTERM)
+        return curate_pair(url, pair_id, request, run_id)
+    finally:
+        _BUSY = False
 
 
 def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | None) -> PairOutcome:
@@ -360,7 +439,6 @@ class _PairCurator:
     def _prepare(self, sha: str) -> BuiltRevision:
         return prepare_revision(
             work_root(),
-            self.repo.id or 0,
             self.path,
             sha,
             self.repo.language,

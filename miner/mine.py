@@ -8,12 +8,10 @@ import dataclasses
 import os
 import signal
 import subprocess
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -30,11 +28,14 @@ from tasks import (
     MethodChange,
     MinedCommit,
     MiningRun,
+    Owner,
     Repository,
     RevisionPair,
     RunStatus,
     Skip,
     Store,
+    mark_abandoned_runs,
+    signals_deferred,
     utcnow,
 )
 
@@ -144,6 +145,7 @@ def mine(store: Store, request: MineRequest, progress: Progress | None = None) -
     transactions of about a second: Ctrl-C keeps every commit before it, a kill
     loses at most the last second, and the next run skips what is already mined.
     """
+    mark_abandoned_runs(store)
     repo = register_repository(store, request)
     miner = Miner(store, repo, window=request.window, workers=request.workers)
     return miner.run(request.since, request.until, progress)
@@ -191,7 +193,9 @@ class Miner:
                 "missing (git fetch --unshallow, then mine again, adds them)"
             )
         revisions = self._revisions(head, since)
-        run = MiningRun(repository_id=self._repo_id, since=since, until=until, head_sha=head)
+        run = MiningRun(
+            repository_id=self._repo_id, since=since, until=until, head_sha=head, owner=Owner.current().token
+        )
         with self.store.session() as session:
             session.add(run)
         counts = _Counts()
@@ -202,7 +206,7 @@ class Miner:
         records = self._analysed(plans, total)
         try:
             for record in records:
-                with _sigint_deferred():
+                with signals_deferred():
                     self._write(batch.session, record, run, counts)
                 batch.commit_now_and_then()
             batch.commit()
@@ -510,22 +514,6 @@ class _Batch:
             self._session.rollback()
             self._session.close()
             self._session = None
-
-
-@contextmanager
-def _sigint_deferred() -> Iterator[None]:
-    """Holds Ctrl-C back until the block ends, so a record is written whole or not at all."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    received: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if received:
-        raise KeyboardInterrupt
 
 
 _ANALYZER: CommitAnalyzer | None = None

@@ -22,6 +22,7 @@ from .envspec import (
 )
 from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
 from .jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from .leftovers import remove_dead_leftovers
 from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
 from .pytest_tool import PytestTool
 from .results import MESSAGE_LIMIT, Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml
@@ -84,6 +85,7 @@ __all__ = [
     "in_context",
     "parse_junit_xml",
     "prepare_environment",
+    "remove_dead_leftovers",
     "remove_leftovers",
     "resolve_backend",
     "tool_jar",

@@ -6,8 +6,10 @@ beside it, read-only unless a :class:`Mount` says otherwise; a private scratch f
 :class:`~runners.egress.EgressPolicy` the container still has no network interface but
 loopback: a relay in it reaches an :class:`~runners.egress.EgressProxy` of this process
 through a mounted Unix socket, and only the policy's hosts lie beyond. The container lives
-as long as the sandbox and is always removed: on :meth:`close`, on Ctrl-C, and by
-:func:`remove_leftovers` after a kill.
+as long as the sandbox and is always removed: on :meth:`close`, on Ctrl-C or SIGTERM, and
+after a kill by :func:`remove_leftovers`, which the next command that uses Docker calls: each
+container is labelled with its owner process (:class:`~tasks.Owner`), and only those of dead
+owners go.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import contextlib
 import json
 import shlex
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -24,12 +25,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tasks import CoevoError, InfrastructureError
+from tasks import CoevoError, InfrastructureError, Owner
 
 from .egress import PROXY_ENV, RELAY_READY, SOCKET_DIR, EgressPolicy, EgressProxy, relay_command
 from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult, read_beneath, write_beneath
+from .scratch import scratch_dir
 
 LABEL = "coevo.sandbox"
+OWNER_LABEL = "coevo.owner"
+"""The process that started the container (an :class:`~tasks.Owner` token)."""
 WORKDIR = "/work"
 
 
@@ -67,12 +71,20 @@ def docker_client() -> Any:
 
 
 def remove_leftovers(client: Any) -> int:
-    """Removes sandboxes a killed run left behind; returns how many."""
-    containers = client.containers.list(all=True, filters={"label": LABEL})
-    for container in containers:
+    """Removes the sandboxes of dead processes (a killed run's); returns how many.
+
+    A container whose owner lives (another coevo command at work), or cannot be judged from
+    here (another host or pid namespace, a container without an owner label), stays.
+    """
+    removed = 0
+    for container in client.containers.list(all=True, filters={"label": LABEL}):
+        owner = Owner.parse((container.labels or {}).get(OWNER_LABEL))
+        if owner is None or not owner.is_dead():
+            continue
         with contextlib.suppress(Exception):
             container.remove(force=True)
-    return len(containers)
+            removed += 1
+    return removed
 
 
 class DockerSandbox:
@@ -145,7 +157,7 @@ class DockerSandbox:
                 nano_cpus=int(self._cpus * 1e9),
                 mem_limit=self._memory,
                 pids_limit=self._pids,
-                labels={LABEL: "1"},
+                labels={LABEL: "1", OWNER_LABEL: Owner.current().token},
                 init=True,
                 tmpfs=self._tmpfs or None,
                 **({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]} if self._hardened else {}),
@@ -162,7 +174,7 @@ class DockerSandbox:
         if not self._with_scratch:
             raise CoevoError(f"{self.describe()} has no scratch folder")
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="coevo-scratch-"))
+            self._scratch = scratch_dir("coevo-scratch-")
         return self._scratch
 
     @contextlib.contextmanager
@@ -243,10 +255,15 @@ class DockerSandbox:
 
     def commit(self, tag: str) -> None:
         """Saves the container's files (not its mounts) as image ``tag``, with its image's command and
-        working folder (the container's label stays on the image: Docker cannot drop one)."""
+        working folder (the container's label stays on the image: Docker cannot drop one; its owner
+        is emptied, so a container someone starts from the image is nobody's leftover)."""
         container = self._started()
         config = self._client.images.get(self._image).attrs.get("Config") or {}
-        changes = [f"CMD {json.dumps(config.get('Cmd') or [])}", f"WORKDIR {config.get('WorkingDir') or '/'}"]
+        changes = [
+            f"CMD {json.dumps(config.get('Cmd') or [])}",
+            f"WORKDIR {config.get('WorkingDir') or '/'}",
+            f'LABEL {OWNER_LABEL}=""',
+        ]
         repository, _, name = tag.rpartition(":")
         container.commit(repository=repository, tag=name, changes=changes)
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from .scratch import scratch_dir
+
 log = logging.getLogger(__name__)
 
 RELAY_PORT = 3128
@@ -179,7 +181,7 @@ class EgressProxy:
 
     def start(self) -> Path:
         """Starts serving; returns the folder holding the socket."""
-        folder = self.folder = Path(tempfile.mkdtemp(prefix="coevo-egress-"))
+        folder = self.folder = _socket_folder()
         os.chmod(folder, 0o755)  # the container's user connects, whatever its uid
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         listener.bind(str(folder / SOCKET_NAME))
@@ -309,6 +311,20 @@ class EgressProxy:
     def _untrack(self, sock: socket.socket) -> None:
         with self._lock:
             self._open.discard(sock)
+
+
+_SOCKET_PATH_LIMIT = 100
+"""Bytes a Unix socket's path may have (the kernel's limit is 107, with its terminating zero)."""
+
+
+def _socket_folder() -> Path:
+    """A new folder for the proxy's socket: in this process's scratch folder (removed after a kill
+    by the next run), or straight in the temporary folder when that path is too long for a socket."""
+    folder = scratch_dir("egress-")
+    if len(os.fsencode(folder / SOCKET_NAME)) <= _SOCKET_PATH_LIMIT:
+        return folder
+    folder.rmdir()
+    return Path(tempfile.mkdtemp(prefix="coevo-egress-"))
 
 
 def relay_command() -> list[str]:

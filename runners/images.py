@@ -14,7 +14,6 @@ import hashlib
 import os
 import shlex
 import shutil
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from .docker_sandbox import DockerSandbox
 from .egress import MAVEN_SETTINGS, EgressPolicy
 from .envspec import EnvSpec
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
+from .scratch import temporary_dir
 from .tools import PIT_JUNIT5_VERSION, PIT_VERSION
 
 DEFAULT_FROM = "debian:bookworm-slim"
@@ -191,7 +191,7 @@ def build_image(client: Any, plan: ImagePlan, egress: EgressPolicy | None = None
     if plan.script:
         _run_and_commit(client, plan, egress)
         return False
-    with tempfile.TemporaryDirectory(prefix="coevo-image-") as tmp:
+    with temporary_dir("coevo-image-") as tmp:
         root = Path(tmp)
         (root / "Dockerfile").write_text(plan.dockerfile)
         for name, path in plan.context:
@@ -212,7 +212,7 @@ def build_image(client: Any, plan: ImagePlan, egress: EgressPolicy | None = None
 def _run_and_commit(client: Any, plan: ImagePlan, egress: EgressPolicy | None) -> None:
     """Runs the plan's script in a build container of its base over its files, then commits it."""
     assert plan.base is not None
-    with tempfile.TemporaryDirectory(prefix="coevo-image-", ignore_cleanup_errors=True) as tmp:
+    with temporary_dir("coevo-image-") as tmp:
         folder = Path(tmp)
         for name, content in plan.files:
             (folder / name).parent.mkdir(parents=True, exist_ok=True)

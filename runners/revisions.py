@@ -6,6 +6,10 @@ for the first build and then reuses it, and no two workers ever build the same r
 once. The build's outcome is written beside the worktree; a build killed half-way leaves no
 outcome, and the next user starts that revision over. In Docker, what the build downloads
 goes into the revision's own Maven repository beside the worktree (``m2/``), deleted with it.
+
+Revisions live in ``<work root>/<repository key>/<sha>-<backend>``: the key names the
+repository itself (:func:`repository_key`: its remote, or its path), not a store's row id,
+so stores and users that share a work root never share another repository's folders.
 """
 
 from __future__ import annotations
@@ -13,10 +17,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import json
 import os
+import re
 import shutil
+import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,9 +72,56 @@ class BuiltRevision:
         return Side(self.environment, self.spec, self.worktree, self.repository)
 
 
-def revision_dir(root: Path, repository_id: int, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:
+def revision_dir(root: Path, repo_path: Path, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:
+    """The folder of a revision of the repository at ``repo_path`` (built for ``modules``)."""
     scope = "-" + hashlib.sha256("\0".join(modules).encode()).hexdigest()[:8] if modules else ""
-    return root / f"repo-{repository_id}" / f"{sha}-{backend}{scope}"
+    return root / repository_key(repo_path) / f"{sha}-{backend}{scope}"
+
+
+def repository_key(repo_path: Path) -> str:
+    """``<name>-<hash12>``: a readable name for the repository at ``repo_path`` and a hash of its
+    identity, which is its canonical remote (``host/owner/name`` of ``origin``: clones of one
+    repository share it) or, for a repository with no remote elsewhere, its absolute path."""
+    return _repository_key(str(Path(repo_path).absolute()))
+
+
+@functools.cache
+def _repository_key(path: str) -> str:
+    remote = canonical_remote(_origin(Path(path)))
+    identity = remote or os.path.realpath(path)
+    name = re.sub(r"[^A-Za-z0-9._-]+", "_", (remote or path).rstrip("/").rsplit("/", 1)[-1])
+    name = name.removesuffix(".git").strip("._-") or "repo"
+    return f"{name[:40]}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
+
+
+def canonical_remote(url: str) -> str | None:
+    """``host/owner/name`` of a clone URL (``https://``, ``ssh://``, ``git://``, ``git@host:owner/name``),
+    lower-cased, without user, port or ``.git``; None for a local path or ``file://`` URL."""
+    url = url.strip()
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.+)", url)
+    if "://" in url:
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() == "file":
+            return None
+        host, _, path = rest.partition("/")
+        host = host.rpartition("@")[2].partition(":")[0]
+    elif scp is not None and not url.startswith(("/", ".", "~")):
+        host, path = scp.groups()
+    else:
+        return None
+    path = path.strip("/").removesuffix(".git").strip("/")
+    if not host or not path:
+        return None
+    return f"{host}/{path}".lower()
+
+
+def _origin(repo_path: Path) -> str:
+    """The URL of the repository's ``origin`` remote; "" when it has none."""
+    result = subprocess.run(
+        ["git", "-C", str(repo_path), "config", "--get", "remote.origin.url"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return result.stdout.strip() if result.returncode == 0 else ""
 
 
 def focus_modules(spec: EnvSpec, test_files: Sequence[str]) -> EnvSpec:
@@ -80,7 +134,6 @@ def focus_modules(spec: EnvSpec, test_files: Sequence[str]) -> EnvSpec:
 
 def prepare_revision(
     root: Path,
-    repository_id: int,
     repo_path: Path,
     sha: str,
     language: str,
@@ -105,7 +158,7 @@ def prepare_revision(
     except CoevoError as exc:
         return BuiltRevision(sha, "env_failed", str(exc))
     image = environment.image.tag if environment.image else None
-    folder = revision_dir(root, repository_id, sha, backend, spec.build_modules)
+    folder = revision_dir(root, repo_path, sha, backend, spec.build_modules)
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
@@ -136,9 +189,9 @@ def prepare_revision(
     )
 
 
-def release_revision(root: Path, repository_id: int, sha: str, backend: str) -> None:
+def release_revision(root: Path, repo_path: Path, sha: str, backend: str) -> None:
     """Deletes a revision's worktrees, whatever modules they built (no pair needs them any more)."""
-    base = revision_dir(root, repository_id, sha, backend)
+    base = revision_dir(root, repo_path, sha, backend)
     for folder in sorted(base.parent.glob(base.name + "*")):
         if not folder.is_dir():
             continue

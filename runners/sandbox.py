@@ -8,18 +8,20 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
 import signal
 import stat
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Protocol
+from typing import Any, Protocol
 
 from tasks import CoevoError
+
+from .scratch import owned_folder
 
 DEFAULT_OUTPUT_LIMIT = 1 << 20
 """Bytes of stdout (and of stderr) kept per command: the head and the tail, half each."""
@@ -98,6 +100,10 @@ class LocalSandbox:
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
+        """Runs ``argv`` in a process group of its own. When the command ends (or at the deadline)
+        the whole group is killed, so no process it left in the background outlives it; output is
+        read until the deadline at the latest, so a process that left the group (``setsid``) and
+        holds the pipes open does not hold coevo."""
         started = time.monotonic()
         try:
             proc = subprocess.Popen(
@@ -113,23 +119,22 @@ class LocalSandbox:
             return ExecResult(127, "", f"{argv[0]}: {exc.strerror}", time.monotonic() - started)
         with self._lock:
             self._running.add(proc)
-        stdout, stderr = _Capture(proc.stdout, self._limit), _Capture(proc.stderr, self._limit)
-        timed_out = False
+        stdout, stderr = CappedOutput(self._limit), CappedOutput(self._limit)
+        assert proc.stdout is not None and proc.stderr is not None
         try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
+            exited = _drain(proc, {proc.stdout: stdout, proc.stderr: stderr}, started + timeout)
+            _kill_group(proc)  # what it left in the background (a detached grandchild) goes too
             proc.wait()
         except BaseException:
             _kill_group(proc)
             proc.wait()
             raise
         finally:
-            stdout.join()
-            stderr.join()
+            proc.stdout.close()
+            proc.stderr.close()
             with self._lock:
                 self._running.discard(proc)
+        timed_out = not exited
         return ExecResult(
             exit_code=None if timed_out or proc.returncode < 0 else proc.returncode,
             stdout=stdout.text(),
@@ -155,7 +160,9 @@ class LocalSandbox:
             _kill_group(proc)
 
     def scratch(self) -> Path:
-        return Path(tempfile.gettempdir())  # the host shares everything with everyone, by design
+        # The host shares everything with everyone, by design; this process's folder is removed
+        # by the next coevo command if this one is killed.
+        return owned_folder()
 
     @contextlib.contextmanager
     def writable(self, folders: Sequence[Path]) -> Iterator[LocalSandbox]:
@@ -220,8 +227,78 @@ def _open_beneath(root: Path, path: str, flags: int, create_folders: bool = Fals
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+_AFTER_EXIT = 2.0
+"""Seconds output is still read after the command exited and its group was killed: what it wrote
+is in the pipes by then; a writer still holding them has left the group (``setsid``)."""
+_POLL = 0.1
+"""Seconds between checks whether the command exited, where no pidfd tells it."""
+
+
+def _drain(proc: subprocess.Popen[bytes], outputs: Mapping[Any, CappedOutput], deadline: float) -> bool:
+    """Reads the command's pipes into ``outputs`` until they close, or until the deadline; returns
+    whether the command exited before the deadline.
+
+    Once the command has exited, its group is killed (while the command, a zombie, still holds
+    its pid, so no other group can be hit) and the pipes are read for :data:`_AFTER_EXIT` more
+    seconds at most, never past the deadline.
+    """
+    pidfd = _pidfd(proc.pid)
+    stop = deadline
+    exited = False
+    open_pipes = set(outputs)
+    with selectors.DefaultSelector() as selector:
+        for pipe in outputs:
+            os.set_blocking(pipe.fileno(), False)
+            selector.register(pipe, selectors.EVENT_READ)
+        if pidfd is not None:
+            selector.register(pidfd, selectors.EVENT_READ)
+        try:
+            while True:
+                if not exited and _has_exited(proc):
+                    exited = True
+                    _kill_group(proc)
+                    stop = min(deadline, time.monotonic() + _AFTER_EXIT)
+                    if pidfd is not None:
+                        selector.unregister(pidfd)
+                remaining = stop - time.monotonic()
+                if remaining <= 0 or (exited and not open_pipes):
+                    return exited
+                wait = remaining if exited or pidfd is not None else min(remaining, _POLL)
+                for key, _ in selector.select(wait):
+                    if key.fileobj not in open_pipes:
+                        continue  # the pidfd: the command exited, seen at the top of the loop
+                    try:
+                        chunk = os.read(key.fd, 1 << 16)
+                    except BlockingIOError:
+                        continue
+                    if chunk:
+                        outputs[key.fileobj].add(chunk)
+                    else:
+                        selector.unregister(key.fileobj)
+                        open_pipes.discard(key.fileobj)
+        finally:
+            if pidfd is not None:
+                os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A file descriptor that becomes readable when ``pid`` exits (Linux 5.3+), or None."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the command has exited, without reaping it (its pid stays its own until then)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
 
 
 class CappedOutput:
@@ -247,20 +324,3 @@ class CappedOutput:
     def text(self) -> str:
         marker = b"\n[... output truncated ...]\n" if self.truncated else b""
         return bytes(self._head + marker + self._tail).decode("utf-8", errors="replace")
-
-
-class _Capture(CappedOutput):
-    """Drains a pipe on a thread into a :class:`CappedOutput`."""
-
-    def __init__(self, pipe: object, limit: int) -> None:
-        super().__init__(limit)
-        self._thread = threading.Thread(target=self._drain, args=(pipe,), daemon=True)
-        self._thread.start()
-
-    def _drain(self, pipe: object) -> None:
-        read = pipe.read  # type: ignore[attr-defined]
-        while chunk := read(1 << 16):
-            self.add(chunk)
-
-    def join(self) -> None:
-        self._thread.join()

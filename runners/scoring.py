@@ -29,7 +29,6 @@ import importlib.metadata
 import json
 import platform
 import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -53,6 +52,7 @@ from tasks import (
     Task,
     TaskStatus,
     Track,
+    mark_abandoned_runs,
 )
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
@@ -61,11 +61,13 @@ from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
 from .judge_tree import judge_tree
+from .leftovers import remove_dead_leftovers
 from .maven import LauncherFailed
 from .mutation import MutationResult
 from .results import Outcome, TestResult, bounded, in_context
 from .revisions import BuiltRevision, prepare_revision, work_root
 from .sandbox import LocalSandbox, Sandbox
+from .scratch import temporary_dir
 from .sides import Side
 from .success import strict_success
 from .workspace import (
@@ -510,7 +512,7 @@ def score_task(
 
     def built(sha: str) -> BuiltRevision:
         return prepare_revision(
-            root, repo.id or 0, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
+            root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
             options.base_images, options.build_timeout, [task.test_file],
         )  # fmt: skip
 
@@ -525,7 +527,7 @@ def score_task(
     environment = environment_key(new, old)
     gold = gold_checks.get(task.id, environment) if gold_checks is not None else None
     if gold is None:
-        with tempfile.TemporaryDirectory(prefix="coevo-gold-") as scratch:
+        with temporary_dir("coevo-gold-") as scratch:
             ok, message = check_gold(task, new, old, repo_path, Path(scratch), options.test_timeout)
         gold = GoldCheck(task_id=task.id, environment=environment, ok=ok, message=message)
         if gold_checks is not None:
@@ -535,7 +537,7 @@ def score_task(
         return _finish(
             run, task, {m: _outcome("harness_fail", message) for m in task.test_methods}, None, started
         )
-    with tempfile.TemporaryDirectory(prefix="coevo-agent-") as scratch:
+    with temporary_dir("coevo-agent-") as scratch:
         workspace = prepare_workspace(task, repo_path, Path(scratch))
         run.prompt = workspace.prompt
         output = run_agent(agent, task, workspace, repo_path, new.image, options)
@@ -626,11 +628,16 @@ def score(
     The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff. Before
     anything runs or is stored, an agent that would run or be judged on the host untrusted, or
     whose mount could show it the answers, is refused (:func:`~runners.agents.check_agent`).
+    Then what killed runs left goes: their containers and scratch folders (agent workspaces,
+    judge trees), never those of a live run; a killed run's stored results are whole, as each
+    task's run is written at once.
     """
     options = options or ScoreOptions()
     if options.backend == "auto":
         options = dataclasses.replace(options, backend=resolve_backend("auto"))
     check_agent(agent, options.backend, options.trust_host, protected_folders(store, options.work))
+    mark_abandoned_runs(store)
+    remove_dead_leftovers(docker=options.backend == "docker" or bool(agent.image))
     cutoff = agent.cutoff if model_cutoff else after
     if model_cutoff and cutoff is None:
         raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")

@@ -28,6 +28,7 @@ from .models import (
     Track,
     utcnow,
 )
+from .processes import Liveness, Owner, Terminated, mark_abandoned_runs, signals_deferred, stop_on_signals
 from .queries import CandidateListing, CandidateView, FocalView, UnknownRepository, list_candidates
 from .store import (
     DB_ENV,
@@ -64,12 +65,14 @@ __all__ = [
     "InfrastructureError",
     "Label",
     "LinkProvenance",
+    "Liveness",
     "MethodChange",
     "MethodChangeKind",
     "MinedCommit",
     "MiningRun",
     "MissingToolchain",
     "NoStore",
+    "Owner",
     "Repository",
     "RevisionPair",
     "RunStatus",
@@ -79,11 +82,15 @@ __all__ = [
     "StoreLocked",
     "Task",
     "TaskStatus",
+    "Terminated",
     "TestChangeKind",
     "Track",
     "UnknownRepository",
     "database_url",
     "list_candidates",
+    "mark_abandoned_runs",
     "open_store",
+    "signals_deferred",
+    "stop_on_signals",
     "utcnow",
 ]

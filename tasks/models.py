@@ -122,6 +122,9 @@ class MiningRun(SQLModel, table=True):
     since: datetime | None = _aware(nullable=True)
     until: datetime | None = _aware(nullable=True)
     head_sha: str = ""
+    owner: str = ""
+    """The process running it (:class:`~tasks.processes.Owner` token): a ``running`` run whose
+    owner is dead was interrupted, and the next run marks it so."""
     commits_scanned: int = 0
     """Non-merge commits the selection pass read."""
     commits_selected: int = 0
@@ -297,6 +300,8 @@ class CurationRun(SQLModel, table=True):
     started_at: datetime | None = _aware(now=True)
     finished_at: datetime | None = _aware(nullable=True)
     status: RunStatus = RunStatus.RUNNING
+    owner: str = ""
+    """The process running it (:class:`~tasks.processes.Owner` token), as for :class:`MiningRun`."""
     backend: str = ""
     reruns: int = 3
     pairs_done: int = 0

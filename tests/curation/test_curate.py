@@ -22,11 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlmodel import select
+from sqlmodel import col, select
 
 import miner
 from curation import CurateRequest, curate, funnel, task_id
-from tasks import Candidate, CurationRecord, Repository, RevisionPair, Task, open_store
+from tasks import (
+    Candidate,
+    CurationRecord,
+    CurationRun,
+    Repository,
+    RevisionPair,
+    RunStatus,
+    Task,
+    open_store,
+)
 from tests.curation.histories import (
     JAVA_EXPECTED,
     PYTHON_EXPECTED,
@@ -167,7 +176,7 @@ def _check_everything(curated: Curated) -> None:
     assert set(upd["matrix"][upd["test_methods"][0]]) == {"OO", "ON", "NO", "NN"}
 
     # Every worktree was released once no pending pair needed it.
-    assert not list(curated.work.glob("repo-*/*/work"))
+    assert list(curated.work.iterdir()) and not list(curated.work.glob("*/*/work"))
 
 
 @pytest.mark.maven
@@ -246,6 +255,83 @@ def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
     assert _labels(python_curated, db) == python_curated.expected
     assert _tasks(db) == _tasks(python_curated.db)
     assert _funnel(db) == _funnel(python_curated.db)
+
+
+def _curation_runs(db: Path) -> list[CurationRun]:
+    store = open_store(db, create=False)
+    try:
+        with store.session() as s:
+            return list(s.exec(select(CurationRun).order_by(col(CurationRun.id))).all())
+    finally:
+        store.close()  # no connection of this process stays open beside the runs it watches
+
+
+def _gone(group: int, within: float = 60) -> bool:
+    """Whether every process of the process group has ended (within ``within`` seconds)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.mark.slow
+def test_sigterm_leaves_the_run_interrupted_and_the_next_start_marks_a_killed_one(
+    python_curated: Curated, tmp_path: Path
+) -> None:
+    """SIGTERM: the run stops, its workers with it, and says it was interrupted. SIGKILL: the run
+    cannot say so, and stays ``running`` until the next `coevo curate` sees its process gone."""
+    db = tmp_path / "stopped.db"
+    _mine(python_curated.repo, db, "python")
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {
+        **os.environ,
+        "COEVO_WORK": str(tmp_path / "work"),
+        "COEVO_VENVS": str(python_curated.work.parent.parent / "venvs"),
+        "TMPDIR": str(temporary),
+    }
+    exe = Path(sys.executable).parent / "coevo"
+    command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
+               "--workers", "2"]  # fmt: skip
+
+    def started(after_pairs: int) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        deadline = time.monotonic() + 300
+        while _curated_pairs(db) < after_pairs and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert proc.poll() is None, f"curation ended first: {proc.stderr.read() if proc.stderr else ''}"
+        return proc
+
+    terminated = started(after_pairs=1)
+    terminated.send_signal(signal.SIGTERM)  # the main process only, as a service manager would
+    assert terminated.wait(timeout=120) == 128 + signal.SIGTERM
+    assert terminated.stderr is not None and "interrupted" in terminated.stderr.read().decode()
+    assert _gone(terminated.pid), "a worker outlived the stopped curation"
+    assert _curated_pairs(db) < len(python_curated.expected), "the pairs in flight were not stopped"
+    [run] = _curation_runs(db)
+    assert run.status == RunStatus.INTERRUPTED and "SIGTERM" in run.message, run
+    assert run.finished_at is not None
+
+    killed = started(after_pairs=_curated_pairs(db) + 1)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait()
+    assert [r.status for r in _curation_runs(db)] == [RunStatus.INTERRUPTED, RunStatus.RUNNING]
+    left = list((temporary / f"coevo-{os.getuid()}").iterdir())
+
+    final = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert final.returncode == 0, final.stderr
+    first, second, last = _curation_runs(db)
+    assert (first.status, second.status, last.status) == (
+        RunStatus.INTERRUPTED, RunStatus.INTERRUPTED, RunStatus.COMPLETED
+    )  # fmt: skip
+    assert f"(pid {killed.pid})" in second.message and "run again to resume" in second.message
+    assert not [folder for folder in left if folder.exists()], "a dead run's scratch folder is left"
+    assert _labels(python_curated, db) == python_curated.expected
 
 
 def test_funnel_and_curate_cli_on_an_uncurated_database(tmp_path: Path) -> None:

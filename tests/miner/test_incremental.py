@@ -176,7 +176,8 @@ def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
 
     proc = _coevo("mine", str(tmp_path / "synth"), db=db)
     _wait_for_progress(db, after_sigint + 10)
-    os.kill(proc.pid, signal.SIGKILL)
+    killed = proc.pid
+    os.kill(killed, signal.SIGKILL)
     proc.communicate(timeout=60)
     after_kill = _count(store, MinedCommit)
     assert after_kill >= after_sigint + 10
@@ -191,8 +192,10 @@ def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
     assert _count(store, Candidate) == commits - 1
     assert len(set(_candidate_keys(store))) == commits - 1
     with store.session() as s:
-        statuses = [r.status for r in s.exec(select(MiningRun).order_by(MiningRun.id)).all()]
-    assert statuses == ["interrupted", "running", "completed"]  # a SIGKILLed run cannot say more
+        runs = s.exec(select(MiningRun).order_by(MiningRun.id)).all()
+    # A SIGKILLed run cannot say so itself: the next run finds its process gone and marks it.
+    assert [r.status for r in runs] == ["interrupted", "interrupted", "completed"]
+    assert f"(pid {killed}) ended without finishing" in runs[1].message
 
 
 def test_a_repository_with_a_new_commit_on_a_rewritten_branch_is_rescanned(tmp_path: Path) -> None:

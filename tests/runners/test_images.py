@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from runners import EnvSpec
-from runners.docker_sandbox import LABEL, DockerSandbox, docker_client, remove_leftovers
+from runners.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, docker_client, remove_leftovers
 from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan
+from runners.scratch import remove_dead_scratch
+from tasks import Owner
 
 JAVA = EnvSpec(language="java", language_version="11", build_tool="maven", modules=("",))
 PYTHON = EnvSpec(language="python", language_version="3.11", build_tool="pip")
@@ -104,16 +111,65 @@ def test_docker_sandbox_runs_commands_with_limits_and_cleans_up(python_image: st
         assert len(loud.stdout) < 70 * 1024
     finally:
         box.close()
-    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert _containers_of(client, Owner.current()) == []
+
+
+def _containers_of(client: Any, owner: Owner) -> list[Any]:
+    return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner.token}"})
+
+
+_KILLED_RUN = """
+import sys, time
+from pathlib import Path
+from runners.docker_sandbox import DockerSandbox, docker_client
+box = DockerSandbox(docker_client(), sys.argv[1], Path(sys.argv[2]))
+box.exec(["true"], timeout=60)
+print(box.scratch(), flush=True)
+time.sleep(600)
+"""
 
 
 @pytest.mark.docker
-def test_leftover_sandboxes_are_removed(python_image: str, tmp_path: Path) -> None:
+def test_only_the_leftovers_of_dead_processes_are_removed(
+    python_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run killed with its sandbox up leaves a container and a scratch folder; cleaning up
+    removes those, and neither this live process's sandbox nor containers it cannot judge."""
     client = docker_client()
-    box = DockerSandbox(client, python_image, tmp_path)
-    box.exec(["true"], timeout=30)  # starts the container, then "the run is killed"
-    assert remove_leftovers(client) == 1
-    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    killed = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_RUN, python_image, str(tmp_path)],
+        stdout=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(temporary)},
+    )  # fmt: skip
+    live = DockerSandbox(client, python_image, tmp_path)
+    unjudged = [
+        client.containers.run(python_image, ["sleep", "600"], detach=True, labels=labels)
+        for labels in ({LABEL: "1"}, {LABEL: "1", OWNER_LABEL: "1-2-3-4@another-host"})
+    ]
+    try:
+        assert killed.stdout is not None
+        dead_scratch = Path(killed.stdout.readline().strip())
+        dead = Owner.parse(f"{dead_scratch.parent.name}@{Owner.current().host}")
+        assert dead is not None and dead.pid == killed.pid
+        live.exec(["true"], timeout=60)
+        killed.kill()
+        killed.wait()
+        assert len(_containers_of(client, dead)) == 1 and dead_scratch.is_dir()  # what a kill leaves
+
+        assert remove_leftovers(client) >= 1  # other runs' dead leftovers on this daemon may go too
+        assert remove_dead_scratch() == [dead_scratch.parent]
+        assert _containers_of(client, dead) == [] and not dead_scratch.parent.exists()
+        assert len(_containers_of(client, Owner.current())) == 1 and live.scratch().is_dir()
+        for container in unjudged:
+            container.reload()
+            assert container.status == "running"
+    finally:
+        killed.kill()
+        live.close()
+        for container in unjudged:
+            container.remove(force=True)
 
 
 @pytest.mark.docker
@@ -124,11 +180,11 @@ def test_a_container_killed_mid_run_is_a_recorded_failure(python_image: str, tmp
     box = DockerSandbox(client, python_image, tmp_path)
     try:
         box.exec(["true"], timeout=30)
-        killer = threading.Timer(2.0, lambda: client.containers.list(filters={"label": LABEL})[0].kill())
+        killer = threading.Timer(2.0, lambda: _containers_of(client, Owner.current())[0].kill())
         killer.start()
         result = box.exec(["sleep", "120"], timeout=300)
         killer.join()
         assert not result.ok and result.exit_code is None and not result.timed_out
     finally:
         box.close()
-    assert client.containers.list(all=True, filters={"label": LABEL}) == []
+    assert _containers_of(client, Owner.current()) == []

@@ -100,7 +100,7 @@ def _built(
 ) -> BuiltRevision:
     repo = GitRepo(world_root / f"repo-{repository_id}")
     sha = repo.commit("revision", DATE, dict(files))
-    return prepare_revision(work, repository_id, repo.path, sha, language, "docker", timeout=900)
+    return prepare_revision(work, repo.path, sha, language, "docker", timeout=900)
 
 
 @pytest.fixture(scope="module")
@@ -272,7 +272,7 @@ def test_a_hostile_pom_and_test_write_nothing_shared(world: World) -> None:
     assert world.shared() == before
     assert world.listener.connections == 0
 
-    release_revision(world.work, 4, built.sha, "docker")
+    release_revision(world.work, world.root / "repo-4", built.sha, "docker")
     assert not revision_repository(built.worktree).exists() and not built.worktree.exists()
 
 

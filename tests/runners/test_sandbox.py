@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import time
 from pathlib import Path
 
@@ -30,6 +31,40 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
     child = int((tmp_path / "child.pid").read_text())
     time.sleep(0.2)
     assert not _alive(child), "the grandchild survived the timeout"
+
+
+def test_a_detached_grandchild_does_not_outlive_the_command(tmp_path: Path) -> None:
+    """The command exits at once but leaves a child in the background holding its stdout: the call
+    returns when the command does, and the child is gone."""
+    box = LocalSandbox(tmp_path)
+    started = time.monotonic()
+    result = box.exec(["sh", "-c", "sleep 120 & echo $! > child.pid; echo done"], timeout=60)
+    assert result.ok and result.stdout == "done\n"
+    assert time.monotonic() - started < 30
+    child = int((tmp_path / "child.pid").read_text())
+    time.sleep(0.2)
+    assert not _alive(child), "the background child outlived the command"
+
+
+@pytest.mark.parametrize("command_waits", [True, False], ids=["command-hangs", "command-exits"])
+def test_a_grandchild_that_left_the_group_and_holds_stdout_does_not_extend_the_timeout(
+    tmp_path: Path, command_waits: bool
+) -> None:
+    """``setsid`` puts the grandchild out of reach of the group kill; it holds the pipe for 120 s.
+    The call still returns about at the deadline (bounded generously here), not when it lets go."""
+    box = LocalSandbox(tmp_path)
+    tail = "sleep 120" if command_waits else "true"
+    script = f"setsid sleep 120 & echo $! > escaped.pid; echo started; {tail}"
+    started = time.monotonic()
+    try:
+        result = box.exec(["sh", "-c", script], timeout=2)
+        assert time.monotonic() - started < 30
+        assert result.stdout == "started\n"
+        assert result.timed_out is command_waits
+        assert result.exit_code == (None if command_waits else 0)
+    finally:
+        escaped = int((tmp_path / "escaped.pid").read_text())
+        os.kill(escaped, signal.SIGKILL)
 
 
 def test_megabytes_of_output_are_capped(tmp_path: Path) -> None:

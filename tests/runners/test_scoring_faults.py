@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ import miner
 from coevo.example import write_example
 from curation import CurateRequest, curate
 from runners.agents import find_agent
+from runners.docker_sandbox import LABEL, OWNER_LABEL, docker_client
 from runners.scoring import ScoreOptions, leaderboard, score
 from tasks import AgentRun, GoldCheck, Task, open_store
 from tests.gitrepo import GitRepo
@@ -141,3 +144,83 @@ def test_a_junit_4_10_project_runs_curates_and_scores(
     assert score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local")).errors == {}
     run = _runs(db, "gold")[task.id]
     assert (run.pass_rate, run.success_rate) == (1.0, 1.0), run.outcomes
+
+
+_SLEEPER = """#!/bin/sh
+# Sleeps on the task of track $1 until the test lets it through (a file in its own folder).
+if [ "$1" = "$2" ] && [ ! -e /agent/go ]; then
+    touch /workspace/.agent-sleeps
+    exec sleep 600
+fi
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_sigkill_of_score_while_an_agent_runs_then_a_new_score_leaves_nothing_behind(tmp_path: Path) -> None:
+    """`coevo score` killed (SIGKILL: no cleanup) while its agent's container runs: the container
+    and the scratch folder stay. The next `coevo score` removes them, scores what is missing and
+    keeps what was stored: every task once."""
+    write_example(tmp_path / "example")
+    db = tmp_path / "c.db"
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {
+        **os.environ,
+        "COEVO_WORK": str(tmp_path / "work"),
+        "COEVO_VENVS": str(tmp_path / "venvs"),
+        "TMPDIR": str(temporary),
+    }
+    for args in (("mine", str(tmp_path / "example")), ("curate", "--backend", "local", "--reruns", "1")):
+        done = subprocess.run([COEVO, *args, "--db", str(db)], capture_output=True, text=True, env=env)
+        assert done.returncode == 0, done.stderr
+    with open_store(db).session() as session:
+        tasks = sorted(session.exec(select(Task)).all(), key=lambda t: (t.rev2_date, t.id))
+    assert len(tasks) == 2
+    agents = tmp_path / "agents"
+    (agents / "sleeper").mkdir(parents=True)
+    (agents / "sleeper" / "run.sh").write_text(_SLEEPER)
+    (agents / "agents.toml").write_text(
+        f'[agents.sleeper]\ncommand = "sh /agent/run.sh {{track}} {tasks[1].track}"\n'
+        'mount = "sleeper"\ntimeout = 900\n'
+    )
+    command = [COEVO, "score", "--agent", "sleeper", "--agents-file", str(agents / "agents.toml"),
+               "--db", str(db), "--backend", "docker", "--timeout", "120"]  # fmt: skip
+    scratch_root = temporary / f"coevo-{os.getuid()}"
+
+    killed = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 900
+    while not list(scratch_root.rglob(".agent-sleeps")) and killed.poll() is None:
+        assert time.monotonic() < deadline, "the agent never started"
+        time.sleep(0.5)
+    assert killed.poll() is None, killed.stderr.read() if killed.stderr else ""
+    first = _runs(db, "sleeper")
+    assert set(first) == {tasks[0].id}  # the first task is scored and stored
+    os.kill(killed.pid, signal.SIGKILL)
+    killed.wait()
+
+    client = docker_client()
+
+    def debris() -> tuple[list[str], list[str]]:
+        containers = [
+            c.id
+            for c in client.containers.list(all=True, filters={"label": LABEL})
+            if (c.labels.get(OWNER_LABEL) or "").startswith(f"{killed.pid}-")
+        ]
+        folders = [f.name for f in scratch_root.iterdir() if f.name.startswith(f"{killed.pid}-")]
+        return containers, folders
+
+    containers, folders = debris()
+    assert containers and folders, "the kill left nothing: the test shows nothing"
+    assert client.containers.get(containers[0]).status == "running"
+
+    (agents / "sleeper" / "go").touch()
+    again = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900)
+    assert again.returncode == 0, again.stderr
+    assert "1 tasks scored, 1 already scored" in again.stdout
+    assert debris() == ([], [])
+    runs = _runs(db, "sleeper")
+    assert set(runs) == {task.id for task in tasks}
+    assert runs[tasks[0].id].id == first[tasks[0].id].id  # kept, not scored again
+    with open_store(db).session() as session:
+        assert len(session.exec(select(AgentRun).where(AgentRun.agent == "sleeper")).all()) == 2

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 import threading
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -193,3 +195,32 @@ def test_opening_a_store_keeps_the_locks_of_this_process(tmp_path: Path) -> None
     assert Path(f"{db}-wal").exists()  # the other process did not take itself for the last one
     with open_store(db).session() as session:
         assert sorted(r.name for r in session.exec(select(Repository)).all()) == ["a", "b"]
+
+
+def test_opening_a_second_store_on_a_file_keeps_the_first_ones_locks(tmp_path: Path) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+    too: had the second store read the file's header while the first was connected, the other
+    process would take itself for the last user, delete the write-ahead log, and the first
+    store's next write would fail (or read a "malformed" database)."""
+    db = tmp_path / "coevo.db"
+    first = open_store(db).open()
+    with first.session() as session:
+        session.add(Repository(name="a", location="a", path="/a", language="python"))
+    second = open_store(db, create=False).open()
+    other = (
+        "import sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1])\n"
+        "c.execute('CREATE TABLE other (x)')\n"
+        "c.executemany('INSERT INTO other VALUES (?)', [(n,) for n in range(100)])\n"
+        "c.commit()\n"
+        "c.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", other, str(db)], check=True)
+    assert Path(f"{db}-wal").exists(), "another process deleted the log under this one's connections"
+    with first.session() as session:
+        session.add(Repository(name="c", location="c", path="/c", language="python"))
+    with second.session() as session:
+        assert sorted(r.name for r in session.exec(select(Repository)).all()) == ["a", "c"]
+        assert session.exec(text("SELECT count(*) FROM other")).one() == (100,)
+    first.close()
+    second.close()
