@@ -70,6 +70,20 @@ def docker_client() -> Any:
     return client
 
 
+@contextlib.contextmanager
+def _daemon_faults(doing: str) -> Iterator[None]:
+    """The Docker daemon failing (gone, refusing, a container removed under us) is coevo's fault,
+    never the command's: one :class:`DockerUnavailable` line instead of the SDK's exception."""
+    from docker.errors import DockerException
+    from requests.exceptions import RequestException
+
+    try:
+        yield
+    except (DockerException, RequestException) as exc:
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise DockerUnavailable(f"the Docker daemon failed {doing}: {reason}") from None
+
+
 def remove_leftovers(client: Any) -> int:
     """Removes the sandboxes of dead processes (a killed run's); returns how many.
 
@@ -146,26 +160,30 @@ class DockerSandbox:
                 self._proxy = EgressProxy(self._egress)
                 volumes[str(self._proxy.start())] = {"bind": SOCKET_DIR, "mode": "ro"}
                 command = relay_command()
-            self._container = self._client.containers.run(
-                self._image,
-                command=command,
-                detach=True,
-                working_dir=self.workdir,
-                environment=self._env,
-                volumes=volumes,
-                network_mode="bridge" if self._network and self._egress is None else "none",
-                nano_cpus=int(self._cpus * 1e9),
-                mem_limit=self._memory,
-                pids_limit=self._pids,
-                labels={LABEL: "1", OWNER_LABEL: Owner.current().token},
-                init=True,
-                tmpfs=self._tmpfs or None,
-                **({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]} if self._hardened else {}),
-            )
+            with _daemon_faults(f"starting a container of {self._image}"):
+                self._container = self._run_container(volumes, command)
             if self._egress is not None and self._container.exec_run(RELAY_READY).exit_code != 0:
                 self.close()
                 raise EgressUnavailable(f"the egress relay (socat) did not start in {self._image}")
         return self._container
+
+    def _run_container(self, volumes: dict[str, dict[str, str]], command: list[str]) -> Any:
+        return self._client.containers.run(
+            self._image,
+            command=command,
+            detach=True,
+            working_dir=self.workdir,
+            environment=self._env,
+            volumes=volumes,
+            network_mode="bridge" if self._network and self._egress is None else "none",
+            nano_cpus=int(self._cpus * 1e9),
+            mem_limit=self._memory,
+            pids_limit=self._pids,
+            labels={LABEL: "1", OWNER_LABEL: Owner.current().token},
+            init=True,
+            tmpfs=self._tmpfs or None,
+            **({"cap_drop": ["ALL"], "security_opt": ["no-new-privileges"]} if self._hardened else {}),
+        )
 
     def scratch(self) -> Path:
         """A host folder of this sandbox's own, seen at the same path inside: per-run files (a test
@@ -219,14 +237,15 @@ class DockerSandbox:
         environment = dict(env or {})
         if self._egress is not None:
             environment |= PROXY_ENV  # the host's proxy settings (pip_env) would lead nowhere
-        exec_id = api.exec_create(
-            container.id,
-            command,
-            workdir=cwd or self.workdir,
-            environment=environment,
-            stdout=True,
-            stderr=True,
-        )["Id"]
+        with _daemon_faults("running a command in its container"):
+            exec_id = api.exec_create(
+                container.id,
+                command,
+                workdir=cwd or self.workdir,
+                environment=environment,
+                stdout=True,
+                stderr=True,
+            )["Id"]
         stdout, stderr = CappedOutput(self._limit), CappedOutput(self._limit)
 
         def drain() -> None:
@@ -239,10 +258,13 @@ class DockerSandbox:
         reader = threading.Thread(target=drain, daemon=True)
         reader.start()
         reader.join(timeout + 30)
-        if reader.is_alive():  # the daemon stopped answering: the container goes
+        if reader.is_alive():  # the daemon stopped answering: no fact about the command
             self.close()
-            return ExecResult(None, stdout.text(), stderr.text(), time.monotonic() - started, True)
-        code = api.exec_inspect(exec_id)["ExitCode"]
+            raise DockerUnavailable(
+                f"the Docker daemon stopped answering while {self.describe()} ran a command"
+            )
+        with _daemon_faults("reading how a command ended"):
+            code = api.exec_inspect(exec_id)["ExitCode"]
         timed_out = code in (124, 137) and time.monotonic() - started >= timeout
         return ExecResult(
             exit_code=None if timed_out or code in (137,) else code,

@@ -188,3 +188,22 @@ def test_a_container_killed_mid_run_is_a_recorded_failure(python_image: str, tmp
     finally:
         box.close()
     assert _containers_of(client, Owner.current()) == []
+
+
+@pytest.mark.docker
+def test_a_container_removed_under_a_sandbox_is_coevos_fault_not_a_result(
+    python_image: str, tmp_path: Path
+) -> None:
+    """The daemon failing under a run (here: its container removed) is an InfrastructureError
+    naming what failed — never an outcome a test or a task could be charged with."""
+    from tasks import InfrastructureError
+
+    client = docker_client()
+    box = DockerSandbox(client, python_image, tmp_path)
+    try:
+        assert box.exec(["true"], timeout=30).ok
+        _containers_of(client, Owner.current())[0].remove(force=True)
+        with pytest.raises(InfrastructureError, match="the Docker daemon failed running a command"):
+            box.exec(["true"], timeout=30)
+    finally:
+        box.close()
