@@ -460,4 +460,8 @@ class GoldCheck(SQLModel, table=True):
     ok: bool
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
     """Why the gold does not hold here (the method and its outcome), empty when it does."""
+    undetecting: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """The gold's methods (runnable ids) that detect no mutant of the focal methods here: strict
+    success does not ask an agent's method for what the developer's own did not do. None: not
+    measured (a check stored before this was)."""
     checked_at: datetime | None = _aware(now=True)
