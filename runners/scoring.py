@@ -345,6 +345,11 @@ def _judge_side(task: Task, built: BuiltRevision, repo_path: Path, given: bytes 
 # --- the gold check --------------------------------------------------------------------------------
 
 
+_GOLD_CHECK_LAYOUT = 2
+"""Bumped when what a gold check measures changes (2: the focal mutants the gold detects), so
+checks kept from before are made again."""
+
+
 class GoldChecks:
     """Gold checks kept in the store (:class:`~tasks.GoldCheck`), by task and environment."""
 
@@ -365,7 +370,7 @@ class GoldChecks:
 def environment_key(new: BuiltRevision, old: BuiltRevision | None) -> str:
     """What a judgement depends on besides the test file: coevo, the backend, each revision's
     spec and image, and (on the host, whose toolchains are its own) the machine."""
-    parts: list[Any] = [_coevo_version()]
+    parts: list[Any] = [_coevo_version(), _GOLD_CHECK_LAYOUT]
     for built in (new, old):
         if built is None or built.environment is None or built.spec is None:
             continue
