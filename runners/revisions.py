@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
-from .buildtools import BuildResult
+from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, prepare_environment
 from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
 from .sides import Side
@@ -65,6 +65,8 @@ class BuiltRevision:
     image: str | None = None
     repository: Path | None = None
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
+    choices: tuple[BuildChoice, ...] = ()
+    """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
