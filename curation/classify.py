@@ -49,13 +49,16 @@ def classify(
     coverage_measured: bool,
     deps_refactoring: bool = False,
     coverage_improved: bool = False,
+    on_test_code: frozenset[str] = frozenset(),
 ) -> Verdict:
     """The label (or drop) of a candidate whose cells ran.
 
     ``cells`` maps each cell of :func:`cells_for` to its outcome; ``has_focal`` says whether
     a changed production method was found (by coverage, or by static links when coverage
     measured nothing); ``deps_refactoring`` that every focal method only changed by refactoring;
-    ``coverage_improved`` that the new test covers production lines the old one did not (ON).
+    ``coverage_improved`` that the new test covers production lines the old one did not (ON);
+    ``on_test_code`` names the cells whose failure names test code that changed in the pair
+    (:mod:`curation.causes`): such a failure says nothing about the production change.
     """
     needed = {cell: cells.get(cell, "not_run") for cell in cells_for(kind)}
     for cell, outcome in needed.items():
@@ -74,6 +77,12 @@ def classify(
         return Verdict.drop(DropReason.NO_COVERAGE, "no coverage measured and no static link")
     if deps_refactoring:
         return Verdict.drop(DropReason.DEPS_REFACTORING_ONLY, "the focal methods changed only by refactoring")
+    discriminating = "NO" if kind == TestChangeKind.INSERTED else "ON"
+    if discriminating in on_test_code and needed.get(discriminating) in FAILING:
+        return Verdict.drop(
+            DropReason.OLD_FAILS_ON_TEST_CODE,
+            f"{discriminating} {needed[discriminating]} on test code that changed with it",
+        )
     if kind == TestChangeKind.INSERTED:
         if needed["NO"] in FAILING:
             return Verdict(Label.TEST_GENERATION, detail=f"NO {needed['NO']}")

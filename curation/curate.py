@@ -72,9 +72,17 @@ from tasks import (
     utcnow,
 )
 
+from .causes import TEST_CODE, failure_cause, test_side_names
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
-from .static import changed_test_helpers, is_refactoring, runnable_id, uses_changed_helper
+from .static import (
+    changed_test_files,
+    changed_test_helpers,
+    is_refactoring,
+    runnable_id,
+    same_file_helpers,
+    uses_changed_helper,
+)
 
 DEFAULT_MAX_SPAN_HOURS = 6.0
 
@@ -291,6 +299,8 @@ class _Item:
     cells: dict[str, Cell] = field(default_factory=dict)
     verdict: Verdict | None = None
     focal: list[dict[str, Any]] = field(default_factory=list)
+    helpers: list[str] = field(default_factory=list)
+    """Keys of the changed helpers of its own test file that are part of its answer."""
 
 
 _BUSY = False
@@ -383,6 +393,8 @@ class _PairCurator:
         self.static = static
         self.request = request
         self._files: dict[tuple[str, str], bytes | None] = {}
+        self.test_side: dict[str, list[str]] = {}
+        """Test files that changed in the pair → the changed helpers they define."""
 
     def show(self, revision: str, path: str | None) -> bytes | None:
         if path is None:
@@ -463,6 +475,10 @@ class _PairCurator:
         helpers = changed_test_helpers(
             self.path, self.pair.rev1, self.pair.rev2, self.patterns, self.language
         )
+        self.test_side = {
+            path: [name for name, _ in helpers.get(path, {}).values()]
+            for path in changed_test_files(self.path, self.pair.rev1, self.pair.rev2, self.patterns)
+        }
         for item in items:
             candidate = item.candidate
             if (
@@ -477,11 +493,13 @@ class _PairCurator:
             if candidate.change_kind == TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES:
                 continue  # its own code did not change; a changed helper is its dependency
             tokens = self.language.scan(candidate.new_source)[2]
-            helper = uses_changed_helper(self.language.name, candidate.test_file, tokens, helpers)
+            helper = uses_changed_helper(candidate.test_file, tokens, helpers)
             if helper is not None:
                 item.verdict = Verdict.drop(
                     DropReason.TEST_UTILITY_CO_CHANGE, f"uses changed test code {helper}"
                 )
+            else:
+                item.helpers = same_file_helpers(candidate.test_file, tokens, helpers)
 
     # --- the matrix ---------------------------------------------------------------------------------
 
@@ -564,6 +582,13 @@ class _PairCurator:
         if "ON" in item.cells and item.cells["ON"].coverage is not None:
             before = _production_lines(item.cells["ON"].coverage, self.patterns)
             improved = any(lines - before.get(path, frozenset()) for path, lines in production.items())
+        others = test_side_names({p: h for p, h in self.test_side.items() if p != candidate.test_file})
+        on_test_code = frozenset(
+            cell
+            for cell in ("NO", "ON")
+            if cell in item.cells
+            and failure_cause(item.cells[cell].outcome, item.cells[cell].message, others) == TEST_CODE
+        )
         verdict = classify(
             candidate.change_kind,
             {cell: result.outcome for cell, result in item.cells.items()},
@@ -571,6 +596,7 @@ class _PairCurator:
             coverage_measured=bool(production),
             deps_refactoring=deps_refactoring,
             coverage_improved=improved,
+            on_test_code=on_test_code,
         )
         item.verdict = _with_cell_message(verdict, item.cells)
 
@@ -596,7 +622,8 @@ _FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_
 def _with_cell_message(verdict: Verdict, cells: Mapping[str, Cell]) -> Verdict:
     """A drop because a cell did not pass says why, with the cell's message (``NN error: fixture
     'db' not found``, then the whole message)."""
-    cell = cells.get(_FAILED_CELL.get(verdict.reason, "")) if verdict.reason else None
+    named = verdict.detail.split(" ", 1)[0] if verdict.reason == DropReason.OLD_FAILS_ON_TEST_CODE else ""
+    cell = cells.get(_FAILED_CELL.get(verdict.reason, named)) if verdict.reason else None
     if cell is None or not cell.message:
         return verdict
     return dataclasses.replace(verdict, detail=in_context(verdict.detail, cell.message))
@@ -710,6 +737,7 @@ def _write(
                 old_test_file=old_file,
                 test_methods=[m.candidate.test_method for m in members],
                 test_ids=[m.new_id for m in members],
+                gold_helpers=sorted({key for m in members for key in m.helpers}),
                 focal_methods=[focal[key] for key in sorted(focal)],
                 gold_patch=unified_diff(
                     Path(repo.path), pair.rev1, pair.rev2, sorted({test_file, old_file or test_file})

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from miner.errors import SourceSyntaxError
 from miner.files import FilePatterns, FileRole
@@ -85,42 +85,100 @@ def is_refactoring(language: Language, old_source: str, new_source: str) -> bool
 
 def changed_test_helpers(
     repo: Path, rev1: str, rev2: str, patterns: FilePatterns, language: Language
-) -> dict[str, set[str]]:
-    """Non-test methods of test code added or changed rev1 → rev2: test file → their names.
+) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    """Non-test methods of test code added or changed rev1 → rev2: test file → {method key: (name,
+    tokens)}.
 
-    Set-up methods (``@Before``, ``setUp``, …) are listed under their file: they run before
-    every test there without being called.
+    Set-up methods (``@Before``, ``setUp``, …) are named ``<setup>``: they run before every test of
+    their file without being called. Fixtures are functions, so they are here by their names.
     """
     changes = [
         change
         for change in diff_blobs(repo, rev1, rev2, None)
         if change.new_path is not None and patterns.role(change.new_path) == FileRole.TEST
     ]
-    found: dict[str, set[str]] = {}
+    found: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
     for change in changes:
         assert change.new_path is not None
         old = _helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
         new = _helpers(language, GitTree(repo, rev2).read(change.new_path))
-        names = {
-            method_name
+        changed = {
+            key: (method_name, tokens)
             for key, (method_name, tokens) in new.items()
             if key not in old or normalized(old[key][1], language.name) != normalized(tokens, language.name)
         }
-        if names:
-            found[change.new_path] = names
+        if changed:
+            found[change.new_path] = changed
     return found
 
 
+def changed_test_files(repo: Path, rev1: str, rev2: str, patterns: FilePatterns) -> list[str]:
+    """Test files added, changed, renamed or removed rev1 → rev2 (their new path, or the old one)."""
+    paths = {
+        change.new_path or change.old_path
+        for change in diff_blobs(repo, rev1, rev2, None)
+        if any(
+            path is not None and patterns.role(path) == FileRole.TEST
+            for path in (change.old_path, change.new_path)
+        )
+    }
+    return sorted(path for path in paths if path is not None)
+
+
 def uses_changed_helper(
-    language: str, test_file: str, test_tokens: Iterable[str], helpers: dict[str, set[str]]
+    test_file: str, test_tokens: Iterable[str], helpers: dict[str, dict[str, tuple[str, tuple[str, ...]]]]
 ) -> str | None:
-    """The changed helper a test depends on (called, named, or a set-up of its file), if any."""
-    tokens = set(test_tokens)
-    for file, names in sorted(helpers.items()):
-        for name in sorted(names):
-            if name in tokens or (file == test_file and name.split(".")[-1] in _SETUP_NAMES | {"<setup>"}):
+    """The changed test code in *another* file a test depends on (called, named, or named in a
+    string: ``lazy_fixture("server")``, ``request.getfixturevalue("server")``,
+    ``@pytest.mark.usefixtures("server")``), if any.
+
+    Helpers of the test's own file are not: the agent writes that whole file, so they are part of
+    its answer (:func:`same_file_helpers`).
+    """
+    names = _names(test_tokens)
+    for file, changed in sorted(helpers.items()):
+        if file == test_file:
+            continue
+        above = PurePosixPath(file).name == "conftest.py" and _under(test_file, PurePosixPath(file).parent)
+        for _, (name, tokens) in sorted(changed.items()):
+            if name in names or (above and "autouse" in tokens):
                 return f"{file}::{name}"
     return None
+
+
+def _under(path: str, folder: PurePosixPath) -> bool:
+    return str(folder) in ("", ".") or PurePosixPath(path).is_relative_to(folder)
+
+
+def same_file_helpers(
+    test_file: str, test_tokens: Iterable[str], helpers: dict[str, dict[str, tuple[str, tuple[str, ...]]]]
+) -> list[str]:
+    """The keys of the changed helpers of the test's own file that belong to its answer: those it
+    uses, those they use in turn, and the file's changed set-ups."""
+    changed = helpers.get(test_file, {})
+    wanted = {key for key, (name, _) in changed.items() if name in _SETUP_NAMES | {"<setup>"}}
+    names = _names(test_tokens)
+    while True:
+        more = {key for key, (name, _) in changed.items() if key not in wanted and name in names}
+        if not more:
+            return sorted(wanted)
+        wanted |= more
+        for key in more:
+            names |= _names(changed[key][1])
+
+
+_STRING = re.compile(r"""^[rRbBuUfF]{0,2}(\"{3}|'{3}|"|')(.*)\1$""", re.DOTALL)
+
+
+def _names(tokens: Iterable[str]) -> set[str]:
+    """The tokens, and the contents of their string literals (names given as strings)."""
+    found = set()
+    for token in tokens:
+        found.add(token)
+        literal = _STRING.match(token)
+        if literal:
+            found.add(literal.group(2))
+    return found
 
 
 def _helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, tuple[str, ...]]]:

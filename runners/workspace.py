@@ -71,21 +71,21 @@ def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
     methods = language.parse(new, scan="none").by_key()
     old_methods = language.parse(old, scan="none").by_key() if old is not None else {}
     lines = new.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
+    # The gold's helpers go with its methods: back to their old version, or out when they are new.
+    wanted = [(key, task.track == Track.GENERATION) for key in task.test_methods]
+    wanted += [(key, False) for key in task.gold_helpers]
     targets = sorted(
-        (methods[key] for key in task.test_methods if key in methods), key=lambda m: -m.start_line
+        ((methods[key], remove) for key, remove in wanted if key in methods), key=lambda t: -t[0].start_line
     )
-    for method in targets:
+    for method, remove in targets:
         start, end = method.start_line - 1, method.end_line
-        if task.track == Track.GENERATION:
-            replacement: list[str] = []
-        else:
-            previous = old_methods.get(method.key)
-            replacement = previous.source.splitlines(keepends=True) if previous else []
-            if replacement and not replacement[-1].endswith("\n"):
-                replacement[-1] += "\n"
-            indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
-            if replacement and not replacement[0].startswith(indent):
-                replacement[0] = indent + replacement[0].lstrip()
+        previous = None if remove else old_methods.get(method.key)
+        replacement = previous.source.splitlines(keepends=True) if previous else []
+        if replacement and not replacement[-1].endswith("\n"):
+            replacement[-1] += "\n"
+        indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+        if replacement and not replacement[0].startswith(indent):
+            replacement[0] = indent + replacement[0].lstrip()
         lines[start:end] = replacement
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
@@ -105,7 +105,8 @@ def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
             f"fit it: {', '.join(names)}. Repair them so they pass on the new code."
         )
     parts = [f"# coevo task {task.id} ({task.track}, {task.language})", "", goal, "",
-             "Only the test file is kept; other changes are discarded.", "",
+             "Only the test file is kept; other changes are discarded. You may add helpers (methods, "
+             "fixtures, set-ups) to it.", "",
              "## The production change", "", "```diff", task.production_diff.rstrip(), "```", "",
              "## The changed methods now", ""]  # fmt: skip
     tree, sources = GitTree(repo_path, task.rev2), dict[str, bytes | None]()

@@ -280,6 +280,7 @@ class DropReason(StrEnum):
     ENV_FAILED = "env_failed"
     TIMEOUT = "timeout"
     NO_COVERAGE = "no_coverage"
+    OLD_FAILS_ON_TEST_CODE = "old_fails_on_test_code"
 
 
 class Track(StrEnum):
@@ -379,6 +380,9 @@ class Task(SQLModel, table=True):
     test_methods: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     test_ids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     """The runnable ids of the methods (``pkg.Class#method``, pytest node ids)."""
+    gold_helpers: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """Keys of the helpers (methods, fixtures, set-ups) of the test file that changed with the test
+    methods and are part of their answer: the agent's starting file does not have them either."""
     focal_methods: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     gold_patch: str = Field(default="", sa_column=Column(Text, nullable=False))
     """Unified diff rev1 → rev2 of the test file."""

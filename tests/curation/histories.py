@@ -132,12 +132,15 @@ def java_curation_history(path: Path) -> GitRepo:
         _java_class("Divider", divide_v2 + remainder),
         _java_test("DividerTest", "Divider", t_divide, _t("testDivideExact", "assertEquals(3, subject.divide(9, 3));")),
     ))  # fmt: skip
-    repo.commit("test utility co-change", "2024-05-12T10:00:00+00:00", _java_files(
-        "Squarer",
-        _java_class("Squarer", _m("public int square(int a)", "return a * a;")),
-        _java_test("SquarerTest", "Squarer", _t("testSquare", "assertEquals(expected(3), subject.square(3));"),
-                   helpers="\n" + _m("private int expected(int a)", "return a * a;")),
-    ))  # fmt: skip
+    # The helper lives in another test file (one in the test's own file is part of its answer).
+    repo.commit("test utility co-change", "2024-05-12T10:00:00+00:00", {
+        **_java_files(
+            "Squarer",
+            _java_class("Squarer", _m("public int square(int a)", "return a * a;")),
+            _java_test("SquarerTest", "Squarer", _t("testSquare", "assertEquals(Expect.square(3), subject.square(3));")),
+        ),
+        f"{TEST}/Expect.java": _java_class("Expect", _m("static int square(int a)", "return a * a;")),
+    })  # fmt: skip
     repo.commit("span: production", "2024-05-13T10:00:00+00:00", {
         f"{MAIN}/Tripler.java": _java_class("Tripler", _m("public int triple(int a)", "return 3 * a;")),
     })  # fmt: skip
@@ -294,11 +297,14 @@ def python_curation_history(path: Path) -> GitRepo:
         "divider", _f("divide(a, b)", "quotient = a // b\nreturn quotient") + "\n\n" + remainder,
         _py_test("divider", "divide", t_divide, _f("test_divide_exact()", "assert divide(9, 3) == 3")),
     ))  # fmt: skip
-    repo.commit("test utility co-change", "2024-05-12T10:00:00+00:00", _py_files(
-        "squarer", _f("square(a)", "return a * a"),
-        _py_test("squarer", "square", _f("expected(a)", "return a * a"),
-                 _f("test_square()", "assert square(3) == expected(3)")),
-    ))  # fmt: skip
+    # A fixture of tests/conftest.py the test names only in a string (one in the test's own file
+    # would be part of its answer).
+    repo.commit("test utility co-change", "2024-05-12T10:00:00+00:00", {
+        **_py_files("squarer", _f("square(a)", "return a * a"),
+                    _py_test("squarer", "square",
+                             _f("test_square(request)", 'assert square(3) == request.getfixturevalue("nine")'))),
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\n" + _f("nine()", "return 9"),
+    })  # fmt: skip
     repo.commit(
         "span: production", "2024-05-13T10:00:00+00:00", {"calc/tripler.py": _f("triple(a)", "return 3 * a")}
     )

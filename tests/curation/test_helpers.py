@@ -1,0 +1,228 @@
+"""Test code that changed with a test: in its own file it is part of the answer, elsewhere a drop.
+
+Static checks run on real git histories of both languages; one Python history is curated and
+scored on the host, end to end: the same-file helper gives a generation task whose gold holds it,
+and the agent's starting file has neither the methods nor the helper.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
+
+import miner
+from curation import CurateRequest, curate
+from curation.causes import BEHAVIOUR, PRODUCTION_API, TEST_CODE, failure_cause, test_side_names
+from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
+from miner.files import FilePatterns
+from miner.languages import get_language
+from runners.agents import find_agent
+from runners.scoring import ScoreOptions, score
+from runners.workspace import reset_test_file
+from tasks import AgentRun, CurationRecord, Task, open_store
+from tests.gitrepo import GitRepo
+
+PY_BASE = {
+    "requirements.txt": "# pytest only\n",
+    "calc/__init__.py": "",
+    "calc/squarer.py": "def square(a):\n    return a * a\n",
+    "tests/test_squarer.py": (
+        "from calc.squarer import square\n\n\ndef test_square():\n    assert square(2) == 4\n"
+    ),
+}
+PY_CUBE = {
+    "calc/cuber.py": "def cube(a):\n    return a * a * a\n",
+    "tests/test_squarer.py": (
+        "from calc.squarer import square\n"
+        "from calc.cuber import cube\n\n\n"
+        "def test_square():\n    assert square(2) == 4\n\n\n"
+        "def expected(a):\n    return a * times(a)\n\n\n"
+        "def times(a):\n    return a * a\n\n\n"
+        "def unrelated():\n    return 0\n\n\n"
+        "def test_cube():\n    assert cube(3) == expected(3)\n"
+    ),
+}
+
+
+AUTOUSE = "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef server():\n    return 9\n"
+EXPECT = "package demo;\n\nclass Expect {\n    static int square(int a) {\n        return a * a;\n    }\n}\n"
+
+
+def _helpers(repo: GitRepo, language: str) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
+    lang = get_language(language)
+    return changed_test_helpers(
+        repo.path, repo.shas["base"], repo.shas["change"], FilePatterns.for_language(lang), lang
+    )
+
+
+def _tokens(language: str, source: str) -> tuple[str, ...]:
+    return tuple(get_language(language).scan(source)[2])
+
+
+def test_a_helper_of_the_tests_own_file_is_its_answer_and_transitive(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    repo.commit("change", "2024-05-02T10:00:00+00:00", PY_CUBE)
+    helpers = _helpers(repo, "python")
+    test = _tokens("python", "def test_cube():\n    assert cube(3) == expected(3)\n")
+    assert uses_changed_helper("tests/test_squarer.py", test, helpers) is None
+    assert same_file_helpers("tests/test_squarer.py", test, helpers) == ["expected", "times"]
+    untouched = _tokens("python", "def test_square():\n    assert square(2) == 4\n")
+    assert same_file_helpers("tests/test_squarer.py", untouched, helpers) == []
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        'request.getfixturevalue("server")',
+        "pytest.lazy_fixture('server')",
+        None,  # an autouse fixture of a conftest above the test runs without being named
+    ],
+)
+def test_changed_test_code_elsewhere_named_in_a_string_or_autouse_drops(
+    tmp_path: Path, use: str | None
+) -> None:
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    fixture = "@pytest.fixture(autouse=True)\n" if use is None else "@pytest.fixture\n"
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "tests/conftest.py": f"import pytest\n\n\n{fixture}def server():\n    return 9\n",
+    })  # fmt: skip
+    body = f"def test_square(request):\n    assert square(3) == {use or 9}\n"
+    found = uses_changed_helper("tests/test_squarer.py", _tokens("python", body), _helpers(repo, "python"))
+    assert found == "tests/conftest.py::server"
+
+
+def test_a_conftest_beside_other_tests_does_not_touch_these(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "tests/other/conftest.py": AUTOUSE,
+    })  # fmt: skip
+    body = _tokens("python", "def test_square():\n    assert square(3) == 9\n")
+    assert uses_changed_helper("tests/test_squarer.py", body, _helpers(repo, "python")) is None
+
+
+def test_java_helpers_in_the_same_class_belong_to_the_answer_and_in_another_drop(tmp_path: Path) -> None:
+    test_dir = "src/test/java/demo"
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", {
+        f"{test_dir}/SquarerTest.java": "package demo;\n\nclass SquarerTest {\n}\n",
+    })  # fmt: skip
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        f"{test_dir}/SquarerTest.java": (
+            "package demo;\n\nimport org.junit.jupiter.api.*;\n\nclass SquarerTest {\n"
+            "    @BeforeEach\n    void start() {}\n\n"
+            "    private int roundTrip(int a) {\n        return a;\n    }\n\n"
+            "    @Test\n    void testSquare() {\n"
+            "        Assertions.assertEquals(4, roundTrip(4));\n    }\n}\n"
+        ),
+        f"{test_dir}/Expect.java": EXPECT,
+    })  # fmt: skip
+    helpers = _helpers(repo, "java")
+    own = _tokens("java", "void testSquare() { Assertions.assertEquals(4, roundTrip(4)); }")
+    assert uses_changed_helper(f"{test_dir}/SquarerTest.java", own, helpers) is None
+    keys = same_file_helpers(f"{test_dir}/SquarerTest.java", own, helpers)
+    assert sorted(helpers[f"{test_dir}/SquarerTest.java"][key][0] for key in keys) == ["<setup>", "roundTrip"]
+    other = _tokens("java", "void testSquare() { Assertions.assertEquals(9, Expect.square(3)); }")
+    assert (
+        uses_changed_helper(f"{test_dir}/SquarerTest.java", other, helpers)
+        == f"{test_dir}/Expect.java::square"
+    )
+
+
+def test_a_same_file_helper_makes_a_generation_task_whose_gold_holds_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    repo.commit("change", "2024-05-02T10:00:00+00:00", PY_CUBE)
+    db = tmp_path / "coevo.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="python"))
+    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
+    assert report.errors == {}
+    with open_store(db).session() as session:
+        tasks = session.exec(select(Task)).all()
+    assert [(t.track, t.test_methods, t.gold_helpers) for t in tasks] == [
+        ("generation", ["test_cube"], ["expected", "times"])
+    ]
+    given = reset_test_file(tasks[0], repo.path)
+    assert given is not None
+    text = given.decode()
+    assert "def test_cube" not in text and "def expected" not in text and "def times" not in text
+    assert "def unrelated" in text and "def test_square" in text  # changed, but not the answer's
+    report = score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local", test_timeout=60))
+    assert (report.scored, report.errors) == (1, {})
+    with open_store(db).session() as session:
+        run = session.exec(select(AgentRun)).one()
+    assert (run.success_rate, run.outcomes["test_cube"]["old"]) == (1.0, "compile_error")
+
+
+def _javac_errors(tmp_path: Path, sources: dict[str, str]) -> str:
+    """What the real javac says compiling ``sources`` (the message a NO cell stores)."""
+    for name, text in sources.items():
+        (tmp_path / name).write_text(text)
+    result = subprocess.run(
+        ["javac", "-d", str(tmp_path / "out"), *(str(tmp_path / name) for name in sources)],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    return result.stderr
+
+
+def test_why_a_test_fails_on_code_it_was_not_written_for(tmp_path: Path) -> None:
+    test_side = test_side_names({"src/test/java/demo/Data.java": [], "tests/helpers.py": ["make"]})
+    assert {"Data", "helpers", "tests.helpers", "make"} <= test_side
+    squarer = "class Squarer {\n    int square(int a) {\n        return a * a;\n    }\n}\n"
+    uses_data = (
+        "class SquarerTest {\n    int nine() {\n        return new Squarer().square(Data.THREE);\n    }\n}\n"
+    )
+    message = _javac_errors(tmp_path, {"Squarer.java": squarer, "SquarerTest.java": uses_data})
+    assert failure_cause("compile_error", message, test_side) == TEST_CODE
+    uses_cube = "class SquarerTest {\n    int nine() {\n        return new Squarer().cube(3);\n    }\n}\n"
+    message = _javac_errors(tmp_path, {"Squarer.java": squarer, "SquarerTest.java": uses_cube})
+    assert failure_cause("compile_error", message, test_side) == PRODUCTION_API
+    fixture = "E       fixture 'nine' not found\n>       available fixtures: x"
+    assert failure_cause("error", fixture, set()) == TEST_CODE
+    imports = "ImportError: cannot import name 'make' from 'tests.helpers' (/w/tests/helpers.py)"
+    assert failure_cause("compile_error", imports, test_side) == TEST_CODE
+    imports = "ImportError: cannot import name 'cube' from 'calc.cuber' (/w/calc/cuber.py)"
+    assert failure_cause("compile_error", imports, test_side) == PRODUCTION_API
+    assert failure_cause("fail", "AssertionError: assert 8 == 9", test_side) == BEHAVIOUR
+    assert failure_cause("error", "ZeroDivisionError: division by zero", test_side) == BEHAVIOUR
+
+
+def test_a_new_test_failing_on_the_old_code_for_a_fixture_added_with_it_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixture is named in a way no static check can follow; NO's message names it."""
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    dynamic = 'request.getfixturevalue("".join(["ni", "ne"]))'
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "calc/squarer.py": "def square(a):\n    return a * a\n\n\ndef cube(a):\n    return a * a * a\n",
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef nine():\n    return 9\n",
+        "tests/test_squarer.py": (
+            "from calc import squarer\n\n\n"
+            "def test_square():\n    assert squarer.square(2) == 4\n\n\n"
+            f"def test_nine(request):\n    value = {dynamic}\n    assert squarer.cube(2) == value - 1\n"
+        ),
+    })  # fmt: skip
+    db = tmp_path / "coevo.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="python"))
+    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
+    assert report.errors == {}
+    with open_store(db).session() as session:
+        records = {r.detail.splitlines()[0]: r for r in session.exec(select(CurationRecord)).all()}
+        tasks = session.exec(select(Task)).all()
+    assert tasks == []
+    (record,) = [r for r in records.values() if r.drop_reason == "old_fails_on_test_code"]
+    assert record.detail.startswith("NO fail on test code that changed with it")
+    assert "fixture 'nine' not found" in record.detail
