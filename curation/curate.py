@@ -788,6 +788,9 @@ def _mined_at(session: Any, pair: RevisionPair) -> datetime | None:
     run = session.exec(
         select(MiningRun)
         .join(MinedCommit, col(MinedCommit.run_id) == col(MiningRun.id))
-        .where(MinedCommit.repository_id == pair.repository_id, MinedCommit.sha == pair.rev2)
+        .where(
+            MinedCommit.repository_id == pair.repository_id,
+            col(MinedCommit.sha).in_([*pair.commits, pair.rev2]),
+        )
     ).first()
     return run.started_at if run is not None else None

@@ -78,6 +78,7 @@ class PairRecord:
     commits: tuple[str, ...]
     span_seconds: int
     production_diff: str
+    test_first: bool = False
 
 
 @dataclass(frozen=True)
@@ -135,10 +136,12 @@ class CommitAnalyzer:
         except (KeyboardInterrupt, SystemExit):
             raise
         except Exception as exc:  # an odd commit must never stop the walk
-            return failed_record(plan.rev2.sha, plan.rev2.committer_date, exc)
+            return failed_record(plan.marker.sha, plan.marker.committer_date, exc)
 
     def _analyse(self, plan: PairPlan) -> CommitRecord:
-        base = CommitRecord(sha=plan.rev2.sha, committer_date=plan.rev2.committer_date, outcome=plan.outcome)
+        base = CommitRecord(
+            sha=plan.marker.sha, committer_date=plan.marker.committer_date, outcome=plan.outcome
+        )
         if plan.outcome is not CommitOutcome.PAIRED or plan.rev1 is None:
             return base
         production, tests, skips, production_paths = self._method_changes(plan)
@@ -187,6 +190,7 @@ class CommitAnalyzer:
             commits=tuple(c.sha for c in plan.commits),
             span_seconds=plan.span_seconds,
             production_diff=unified_diff(self.path, plan.rev1, plan.rev2.sha, production_paths),
+            test_first=plan.test_first,
         )
         return dataclasses.replace(
             base, pair=pair, changes=changes, candidates=tuple(candidates), skips=skips
@@ -225,7 +229,7 @@ class CommitAnalyzer:
                 production += changed
                 if changed:
                     production_paths.update(p for p in (old_path, new_path) if p)
-            elif new_path is not None:
+            elif new_path is not None and (plan.test_paths is None or new_path in plan.test_paths):
                 tests += [
                     _FileMethod(new_path, old_path, d) for d in deltas if d.new is not None and d.new.is_test
                 ]

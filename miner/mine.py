@@ -242,7 +242,7 @@ class Miner:
                 counts.selected += 1
             if plan is not None:
                 counts.test_commits += 1
-                if self._is_mined(plan.rev2.sha):
+                if self._is_mined(plan.marker.sha):
                     counts.already_mined += 1
                 elif not (self._shallow and plan.outcome is CommitOutcome.ROOT_COMMIT):
                     # A commit at a shallow clone's cut has parents, only not here: it stays

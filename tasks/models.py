@@ -156,7 +156,8 @@ class RevisionPair(SQLModel, table=True):
     """rev1 → rev2: the code before and after a co-evolution change.
 
     rev2 changes test code; rev1 is its parent, or the parent of the first of
-    the production-only commits that landed just before it.
+    the production-only commits that landed just before it. A test-first pair runs from the
+    parent of the test commit to the last production commit that followed it.
     """
 
     __table_args__ = (UniqueConstraint("repository_id", "rev2"),)
@@ -178,6 +179,9 @@ class RevisionPair(SQLModel, table=True):
     """The commits after rev1 up to rev2, oldest first."""
     span_seconds: int = 0
     """Time from the first commit of the pair to rev2 (0 when rev2 alone changed code and tests)."""
+    test_first: bool = False
+    """The tests were committed first (the pair's first commit), the production code after them up
+    to rev2."""
     production_diff: str = Field(default="", sa_column=Column(Text, nullable=False))
     """Unified diff rev1 → rev2 of the production files of the language."""
 
