@@ -14,6 +14,7 @@ import contextlib
 import dataclasses
 import hashlib
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -567,6 +568,7 @@ class _PairCurator:
                 lines = production.get(change.file, frozenset())
                 if any(change.new_start <= line <= change.new_end for line in lines):
                     focal.append(_focal(change, "coverage"))
+            focal += self._units_reached(candidate, production, {(f["file"], f["method"]) for f in focal})
         else:
             seen: set[int | None] = set()
             for provenance, change in self.static.get(candidate.id, []):
@@ -599,6 +601,40 @@ class _PairCurator:
             on_test_code=on_test_code,
         )
         item.verdict = _with_cell_message(verdict, item.cells)
+
+    def _units_reached(
+        self, candidate: Candidate, production: Mapping[str, frozenset[int]], found: set[tuple[str, str]]
+    ) -> list[dict[str, Any]]:
+        """Changed code outside methods the test reaches: it runs at import or class load, where
+        per-test coverage does not see it, so it counts when the test names it (``reference``) or
+        a line of its file the test executed names it (``coverage_use``)."""
+        named = {
+            change.id for provenance, change in self.static.get(candidate.id, []) if provenance == "reference"
+        }
+        reached = []
+        for change in self.changes:
+            if (
+                change.unit == "method"
+                or change.kind == MethodChangeKind.REMOVED
+                or (change.file, change.method) in found
+            ):
+                continue
+            if change.id in named:
+                reached.append(_focal(change, "reference"))
+                continue
+            name = change.method.rsplit(".", 1)[-1].split("#", 1)[0]
+            source = self.show(self.pair.rev2, change.file) if change.file in production else None
+            if source is None or name.startswith("<"):
+                continue
+            lines = source.decode("utf-8", errors="replace").splitlines()
+            word = re.compile(rf"\b{re.escape(name)}\b")
+            own = range(change.new_start or 0, (change.new_end or 0) + 1)
+            if any(
+                0 < line <= len(lines) and line not in own and word.search(lines[line - 1])
+                for line in production[change.file]
+            ):
+                reached.append(_focal(change, "coverage_use"))
+        return reached
 
     def _refactored(self, change: MethodChange) -> bool:
         """Whether a changed production method only changed by refactoring (added ones did not)."""
@@ -647,6 +683,7 @@ def _focal(change: MethodChange, provenance: str) -> dict[str, Any]:
         "start": change.new_start,
         "end": change.new_end,
         "provenance": provenance,
+        "unit": change.unit,
     }
 
 

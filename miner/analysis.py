@@ -39,6 +39,7 @@ class MethodChangeRecord:
     old_end: int | None
     new_start: int | None
     new_end: int | None
+    unit: str = "method"
 
 
 @dataclass(frozen=True)
@@ -225,6 +226,8 @@ class CommitAnalyzer:
             deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
                 path = new_path or old_path or ""
+                # Code outside methods (constants, fields, module-level assignments) changes too.
+                deltas += method_deltas(_units(old), _units(new), old_path, new_path)
                 changed = [_FileMethod(path, old_path, d) for d in deltas if d.changed]
                 production += changed
                 if changed:
@@ -295,8 +298,15 @@ class CommitAnalyzer:
         return dataclasses.replace(method, calls=calls, type_refs=type_refs, tokens=tokens)
 
 
+def _units(parsed: ParsedFile | None) -> ParsedFile | None:
+    """A file's units outside methods, as methods to compare across revisions."""
+    return ParsedFile(methods=parsed.fields) if parsed is not None else None
+
+
 def _change_record(prod: _FileMethod) -> MethodChangeRecord:
     delta = prod.delta
+    either = delta.new or delta.old
+    unit = either.unit if either is not None else "method"
     return MethodChangeRecord(
         file=prod.file,
         old_file=prod.old_file,
@@ -306,6 +316,7 @@ def _change_record(prod: _FileMethod) -> MethodChangeRecord:
         old_end=delta.old.end_line if delta.old else None,
         new_start=delta.new.start_line if delta.new else None,
         new_end=delta.new.end_line if delta.new else None,
+        unit=unit,
     )
 
 

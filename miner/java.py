@@ -11,6 +11,7 @@ Importing this module registers the ``java`` :class:`~miner.languages.Language`.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from functools import cache
@@ -118,7 +119,21 @@ def parse_java(source: bytes, scan: str = "tests") -> ParsedFile:
         elif child.type == "method_declaration":
             # Java 21+ implicitly declared classes allow methods at the top level.
             methods.append(_method_info(source, child, top))
-    return ParsedFile(methods=tuple(methods), classes=tuple(classes))
+    units = _numbered([m for m in methods if m.unit != "method"])
+    return ParsedFile(
+        methods=tuple(m for m in methods if m.unit == "method"), classes=tuple(classes), fields=units
+    )
+
+
+def _numbered(units: list[MethodInfo]) -> tuple[MethodInfo, ...]:
+    """Units with unique keys: a class's second ``static {}`` block is ``Outer.<static>#2``."""
+    seen: dict[str, int] = {}
+    out = []
+    for unit in units:
+        seen[unit.key] = seen.get(unit.key, 0) + 1
+        count = seen[unit.key]
+        out.append(unit if count == 1 else dataclasses.replace(unit, key=f"{unit.key}#{count}"))
+    return tuple(out)
 
 
 _SCAN_PREFIX = b"record __Scan() {\n"
@@ -195,6 +210,11 @@ def _walk_members(
             _walk_enum_constant(source, member, scope, methods, classes)
         elif member.type == "field_declaration":
             _walk_field_initializers(source, member, scope, methods, classes)
+            methods += _field_units(source, member, scope)
+        elif member.type in ("static_initializer", "block"):
+            methods.append(
+                _unit(source, member, scope, "<static>" if member.type == "static_initializer" else "<init>")
+            )
 
 
 def _walk_field_initializers(
@@ -213,6 +233,36 @@ def _walk_field_initializers(
         body = next((c for c in value.named_children if c.type == "class_body"), None)
         if body is not None:
             _walk_anonymous(source, body, scope, _field_text(declarator, "name"), methods, classes)
+
+
+def _field_units(source: bytes, field: Node, scope: _TypeScope) -> list[MethodInfo]:
+    """A field declaration as one unit per name it declares (``Outer.NAME``), its whole text each;
+    not one initialized with an anonymous class."""
+    return [
+        _unit(source, field, scope, _field_text(declarator, "name"))
+        for declarator in field.named_children
+        if declarator.type == "variable_declarator" and not _anonymous_class(declarator)
+    ]
+
+
+def _anonymous_class(declarator: Node) -> bool:
+    """``X = new Adapter() { … }``: its methods are units of their own (``Outer.X.read``)."""
+    value = declarator.child_by_field_name("value")
+    return value is not None and any(c.type == "class_body" for c in value.named_children)
+
+
+def _unit(source: bytes, node: Node, scope: _TypeScope, name: str) -> MethodInfo:
+    """Code outside methods (a field, an initializer block) as a unit ``parse_java`` lists apart."""
+    return MethodInfo(
+        key=f"{scope.container}.{name}" if scope.container else name,
+        name=name,
+        container=scope.container,
+        start_line=node.start_point.row + 1,
+        end_line=node.end_point.row + 1,
+        source=_decode(source[node.start_byte : node.end_byte]),
+        is_test=False,
+        unit="field",
+    )
 
 
 def _walk_enum_constant(

@@ -44,6 +44,10 @@ class MethodInfo:
     """Simple names of classes (types) referenced in the body."""
     tokens: tuple[str, ...] = ()
     """The method's tokens without comments and whitespace: compares code modulo formatting."""
+    unit: str = "method"
+    """``method``; or, for code outside methods (:attr:`ParsedFile.fields`), ``field`` (a Java field
+    or initializer block, a Python class attribute) or ``module`` (a Python module-level
+    assignment): ``name`` is the assigned name (``<static>``, ``<init>`` for Java blocks)."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +56,9 @@ class ParsedFile:
 
     methods: tuple[MethodInfo, ...]
     classes: tuple[str, ...] = ()
+    fields: tuple[MethodInfo, ...] = ()
+    """Code outside methods that production changes can be made of: fields, constants, initializer
+    blocks, module-level assignments (``unit`` says which)."""
     """Qualified names of the classes declared in the file."""
     warnings: tuple[str, ...] = ()
     """What the parser warned about (Python's ``SyntaxWarning``): recorded, never printed."""

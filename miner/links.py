@@ -50,6 +50,8 @@ def static_links(
     subjects = _subjects(test, test_file)
     test_words = test.name.lower().removeprefix("test").strip("_")
     linkable = [prod for prod in production if prod.kind is not MethodChangeKind.REMOVED]
+    units = [prod for prod in linkable if prod.method.unit != "method"]
+    linkable = [prod for prod in linkable if prod.method.unit == "method"]
     called = [prod for prod in linkable if _calls(test, prod)]
     called_classes = {prod.class_name for prod in called}
     links = [(prod, LinkProvenance.CALL) for prod in called]
@@ -61,6 +63,8 @@ def static_links(
         name = prod.method.name.lower().strip("_")
         if prod.class_name in subjects and name and name in test_words:
             links.append((prod, LinkProvenance.NAMING))
+    # Fields, constants and module-level names run at class load or import: named, not called.
+    links += [(prod, LinkProvenance.REFERENCE) for prod in units if prod.method.name in test.tokens]
     return links
 
 

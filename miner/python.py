@@ -41,7 +41,12 @@ def parse_python(source: bytes, scan: str = "tests") -> ParsedFile:
     lines = text.splitlines(keepends=True)
     collector = _Collector(lines, scan)
     collector.visit_body(tree.body, container=(), unittest_classes=set())
-    return ParsedFile(methods=tuple(collector.methods), classes=tuple(collector.classes), warnings=warned)
+    return ParsedFile(
+        methods=tuple(collector.methods),
+        classes=tuple(collector.classes),
+        warnings=warned,
+        fields=tuple(collector.fields),
+    )
 
 
 def _parse_quietly(source: str | bytes) -> tuple[ast.Module, tuple[str, ...]]:
@@ -78,8 +83,10 @@ class _Collector:
         self.lines = lines
         self.scan = scan
         self.methods: list[MethodInfo] = []
+        self.fields: list[MethodInfo] = []
         self.classes: list[str] = []
         self._seen: dict[str, int] = {}
+        self._seen_fields: dict[str, int] = {}
 
     def visit_body(
         self, body: list[ast.stmt], container: tuple[str, ...], unittest_classes: set[str]
@@ -102,6 +109,40 @@ class _Collector:
                 # Definitions guarded by ``if sys.version_info`` or ``try: import`` still count.
                 for block in _blocks(node):
                     self.visit_body(block, container, unittest_classes)
+            elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                self._add_assignment(node, container)
+
+    def _add_assignment(
+        self, node: ast.Assign | ast.AnnAssign | ast.AugAssign, container: tuple[str, ...]
+    ) -> None:
+        """A module-level assignment or class attribute, by the first name it assigns."""
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+        if not names:
+            return  # ``obj.attr = …``, ``table[k] = …``: no name of its own
+        start, end = node.lineno, node.end_lineno or node.lineno
+        source = "".join(self.lines[start - 1 : end])
+        key = self._unique(".".join((*container, names[0])), self._seen_fields)
+        self.fields.append(
+            MethodInfo(
+                key=key,
+                name=names[0],
+                container=".".join(container),
+                start_line=start,
+                end_line=end,
+                source=source,
+                is_test=False,
+                tokens=_tokens(source),
+                unit="field" if container else "module",
+            )
+        )
+
+    @staticmethod
+    def _unique(key: str, seen: dict[str, int]) -> str:
+        """``key``, or ``key#2``… for a name defined again (property setters, conditional defs)."""
+        count = seen.get(key, 0) + 1
+        seen[key] = count
+        return f"{key}#{count}" if count > 1 else key
 
     def _add(
         self,
@@ -112,12 +153,8 @@ class _Collector:
         start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
         end = node.end_lineno or node.lineno
         source = "".join(self.lines[start - 1 : end])
-        key = ".".join((*container, node.name))
         # A redefinition (property setters, conditional defs) gets its own key.
-        count = self._seen.get(key, 0) + 1
-        self._seen[key] = count
-        if count > 1:
-            key = f"{key}#{count}"
+        key = self._unique(".".join((*container, node.name)), self._seen)
         class_name = container[-1] if container else ""
         is_test = node.name.startswith("test") and (
             not container or class_name.startswith("Test") or class_name in unittest_classes

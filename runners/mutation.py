@@ -256,11 +256,19 @@ def java_focal_methods(focal: Iterable[dict], sources: dict[str, bytes]) -> list
             while declared and declared not in parsed.classes:
                 declared = declared.rpartition(".")[0]
             class_name = prefix + (declared or Path(entry["file"]).stem).replace(".", "$") + "$*"
+        method = "<init>" if name == simple_class else name
+        if entry.get("unit", "method") != "method":
+            # A field's initializer and a static block compile into the class initializer (static)
+            # or the constructors (instance).
+            text = source.decode("utf-8", errors="replace").splitlines()
+            declared = " ".join(text[int(entry["start"]) - 1 : int(entry["end"])])
+            static = name == "<static>" or re.search(r"\bstatic\b", declared) is not None
+            method = "<clinit>" if static else "<init>"
         found.append(
             FocalMethod(
                 file=entry["file"],
                 class_name=class_name,
-                method="<init>" if name == simple_class else name,
+                method=method,
                 start=int(entry["start"]),
                 end=int(entry["end"]),
                 siblings=siblings,

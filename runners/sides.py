@@ -14,11 +14,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .buildtools import BuildResult, TestRun
+from .buildtools import BuildResult, Coverage, TestRun
 from .environment import Environment
 from .envspec import EnvSpec
 from .maven import MavenTool
 from .mutation import MutationResult, java_focal_methods, only_these_tests, python_mutants
+from .pruning import alone
 from .pytest_tool import PytestTool
 from .results import Outcome, TestResult
 from .sandbox import Sandbox
@@ -151,18 +152,56 @@ class Side:
         )
 
     def _run_cross_java(
-        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
+        self,
+        test_file: str,
+        content: bytes,
+        ids: Sequence[str],
+        tag: str,
+        timeout: float,
+        coverage: bool,
+        split: bool = True,
     ) -> TestRun:
         tool = self.environment.tool
         assert isinstance(tool, MavenTool)
         compiled = self._compile_java(test_file, content, tag, timeout)
         if not compiled.ok:
+            if split:
+                return self._one_by_one(test_file, content, ids, tag, timeout, coverage, compiled.message)
             return TestRun(tuple(TestResult(t, Outcome.COMPILE_ERROR, compiled.message) for t in ids))
         classes = f"{_CROSS_ROOT}/{tag}/classes"
         module = self.spec.module_for(test_file)
         return tool.run_tests(
             self.sandbox, self.spec, ids, timeout, coverage=coverage, module=module, extra_classpath=[classes]
         )
+
+    def _one_by_one(
+        self,
+        test_file: str,
+        content: bytes,
+        ids: Sequence[str],
+        tag: str,
+        timeout: float,
+        coverage: bool,
+        whole: str,
+    ) -> TestRun:
+        """Each of ``ids`` run from the file cut down to it and what it uses
+        (:func:`~runners.pruning.alone`), since the whole file does not compile or import here: a
+        method that needs only what this revision has is judged on its own; one that does not
+        gets its own error (``whole``, the file's, when it cannot be cut)."""
+        results: list[TestResult] = []
+        covered: dict[str, Coverage] = {}
+        for index, test in enumerate(ids):
+            name = test.split("#", 1)[1] if self.spec.language == "java" else test.rsplit("::", 1)[-1]
+            name = name.split("[", 1)[0]
+            cut = alone(content, self.spec.language, name)
+            if cut is None or cut == content:
+                results.append(TestResult(test, Outcome.COMPILE_ERROR, whole))
+                continue
+            cross = self._run_cross_java if self.spec.language == "java" else self._run_cross_python
+            run = cross(test_file, cut, [test], f"{tag}_m{index}", timeout, coverage, split=False)
+            results += [r for r in run.results if r.test == test]
+            covered.update(run.coverage)
+        return TestRun(tuple(results), covered)
 
     def _compile_java(self, test_file: str, content: bytes, tag: str, timeout: float) -> BuildResult:
         """``content`` compiled once into ``.coevo/cross/<tag>/classes``, against this revision."""
@@ -182,7 +221,14 @@ class Side:
         return compiled
 
     def _run_cross_python(
-        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
+        self,
+        test_file: str,
+        content: bytes,
+        ids: Sequence[str],
+        tag: str,
+        timeout: float,
+        coverage: bool,
+        split: bool = True,
     ) -> TestRun:
         with self._placed_python(test_file, content, ids, tag) as placed:
             run = self.run(list(placed.values()), timeout, coverage)
@@ -190,6 +236,10 @@ class Side:
         results = tuple(
             TestResult(back.get(r.test, r.test), r.outcome, r.message, r.duration) for r in run.results
         )
+        if split and placed and all(r.outcome == Outcome.COMPILE_ERROR for r in results):
+            # The module does not import here: perhaps for one method's import only.
+            message = next((r.message for r in results if r.message), "")
+            return self._one_by_one(test_file, content, list(placed), tag, timeout, coverage, message)
         missing = tuple(
             TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in placed
         )

@@ -108,7 +108,7 @@ def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
              "Only the test file is kept; other changes are discarded. You may add helpers (methods, "
              "fixtures, set-ups) to it.", "",
              "## The production change", "", "```diff", task.production_diff.rstrip(), "```", "",
-             "## The changed methods now", ""]  # fmt: skip
+             "## The changed code now", ""]  # fmt: skip
     tree, sources = GitTree(repo_path, task.rev2), dict[str, bytes | None]()
     for focal in task.focal_methods:
         if focal["file"] not in sources:
@@ -117,7 +117,13 @@ def prompt_text(task: Task, repo_path: Path, given: bytes | None) -> str:
         if source is None or focal.get("start") is None:
             continue
         body = source.decode("utf-8", errors="replace").splitlines()[focal["start"] - 1 : focal["end"]]
-        parts += [f"`{focal['file']}` — {focal['method']}", "", "```", *body, "```", ""]
+        unit = focal.get("unit", "method")
+        what = (
+            focal["method"]
+            if unit == "method"
+            else f"{focal['method']} ({'module-level' if unit == 'module' else 'field'})"
+        )
+        parts += [f"`{focal['file']}` — {what}", "", "```", *body, "```", ""]
     return "\n".join(parts)
 
 

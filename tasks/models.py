@@ -85,6 +85,8 @@ class LinkProvenance(StrEnum):
     """The test body names the production method's class but calls none of its changed methods."""
     NAMING = "naming"
     """Naming conventions: ``FooTest.testBar`` → ``Foo.bar``, ``test_foo.py::test_bar`` → ``foo.py::bar``."""
+    REFERENCE = "reference"
+    """The test body names a changed field, constant or module-level name."""
 
 
 class Repository(SQLModel, table=True):
@@ -196,8 +198,12 @@ class MethodChange(SQLModel, table=True):
     file: str
     old_file: str | None = None
     method: str
-    """The method's key in its file: qualified name with parameter types (Java)."""
+    """The method's key in its file: qualified name with parameter types (Java); for a unit outside
+    methods, its qualified name (``Outer.NAME``, ``Outer.<static>``, a module-level ``NAME``)."""
     kind: MethodChangeKind
+    unit: str = "method"
+    """``method``, ``field`` (a Java field or initializer block, a Python class attribute) or
+    ``module`` (a Python module-level assignment)."""
     old_start: int | None = None
     old_end: int | None = None
     new_start: int | None = None
