@@ -649,7 +649,11 @@ class _PairCurator:
             self.show(self.pair.rev1, change.old_file or change.file), change.old_start, change.old_end
         )
         new = _lines(self.show(self.pair.rev2, change.file), change.new_start, change.new_end)
-        return old is not None and new is not None and is_refactoring(self.language, old, new)
+        if old is None or new is None:
+            return False
+        if change.unit != "method":
+            return old.split() == new.split()  # a field or constant: only its layout changed
+        return is_refactoring(self.language, old, new)
 
 
 _FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_PASS: "OO"}

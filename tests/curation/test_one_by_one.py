@@ -21,6 +21,7 @@ from runners.pruning import alone
 from runners.scoring import ScoreOptions, score
 from tasks import AgentRun, Candidate, CurationRecord, Task, open_store
 from tests.gitrepo import GitRepo
+from tests.runners.maven_projects import JUPITER_DEPS, pom
 
 NEW_FILE = (
     "from calc.squarer import square, cube\n\n\n"
@@ -88,3 +89,81 @@ def test_a_cut_keeps_what_the_method_uses_and_line_numbers() -> None:
     assert len(text.splitlines()) == len(NEW_FILE.splitlines())
     cut = alone(NEW_FILE.encode(), "python", "test_cube")
     assert cut is not None and "def expected_cube" in cut.decode() and "import square, cube" in cut.decode()
+
+
+JAVA_TEST = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class SquarerTest {
+    private final Squarer subject = new Squarer();
+
+    @Test
+    void testSquare() {
+        assertEquals(9, subject.square(3));
+    }
+
+    @Test
+    void testCube() {
+        assertEquals(8, subject.cube(2));
+    }
+
+    @Test
+    void testName() {
+        assertEquals("squarer 2", Squarer.NAME);
+    }
+}
+"""
+
+
+def _squarer(body: str) -> str:
+    return f"package demo;\n\npublic class Squarer {{\n{body}}}\n"
+
+
+def test_java_methods_are_judged_alone_and_a_changed_constant_is_focal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """testCube does not compile on the old code; testSquare alone passes there; testName checks
+    a constant that changed, and fails there: one task of two methods, one pass-old record."""
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    repo = GitRepo(tmp_path / "calc")
+    square_v1 = "    public int square(int a) {\n        return a * a;\n    }\n"
+    square_v2 = "    public int square(int a) {\n        return Math.multiplyExact(a, a);\n    }\n"
+    cube = "    public int cube(int a) {\n        return a * a * a;\n    }\n"
+    repo.commit("initial", "2024-06-01T09:00:00+00:00", {
+        "pom.xml": pom("calc", JUPITER_DEPS),
+        "src/main/java/demo/Squarer.java": _squarer(
+            '    public static final String NAME = "squarer";\n' + square_v1
+        ),
+    })  # fmt: skip
+    repo.commit("cube", "2024-06-02T09:00:00+00:00", {
+        "src/main/java/demo/Squarer.java": _squarer(
+            '    public static final String NAME = "squarer 2";\n' + square_v2 + cube
+        ),
+        "src/test/java/demo/SquarerTest.java": JAVA_TEST,
+    })  # fmt: skip
+    db = tmp_path / "coevo.db"
+    assert mine(open_store(db), MineRequest(location=str(repo.path), language="java")).status == "completed"
+    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=60, reruns=1))
+    assert report.errors == {}
+    with open_store(db).session() as s:
+        labels = {
+            c.test_method: (str(r.label), r.cells["NO"]["outcome"])
+            for r, c in s.exec(
+                select(CurationRecord, Candidate).join(Candidate, Candidate.id == CurationRecord.candidate_id)  # type: ignore[arg-type]
+            ).all()
+        }
+        (task,) = s.exec(select(Task)).all()
+    assert labels == {
+        "SquarerTest.testSquare()": ("test_generation_pass_old", "pass"),
+        "SquarerTest.testCube()": ("test_generation", "compile_error"),
+        "SquarerTest.testName()": ("test_generation", "fail"),
+    }
+    focal = {(f["method"], f.get("unit"), f["provenance"]) for f in task.focal_methods}
+    assert ("Squarer.NAME", "field", "reference") in focal and (
+        "Squarer.cube(int)",
+        "method",
+        "coverage",
+    ) in focal
