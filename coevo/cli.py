@@ -30,7 +30,7 @@ from sqlmodel import select
 
 import curation
 import miner
-from runners import BACKENDS, cause_line, resolve_backend, scoring
+from runners import BACKENDS, BuildChoice, cause_line, resolve_backend, scoring
 from runners.agents import check_agent, find_agent, protected_folders
 from runners.scoring import ScoreOptions
 from tasks import (
@@ -807,7 +807,7 @@ def env_show(
 
     Example: coevo env show ./my-repo@v1.2.0
     """
-    sha, spec, images = environment_of(target, language, maven_args, _base_images(base_images))
+    sha, spec, images, choices = environment_of(target, language, maven_args, _base_images(base_images))
     if as_json:
         payload = {
             "revision": sha,
@@ -815,13 +815,13 @@ def env_show(
             "images": [
                 {"tag": plan.tag, "dockerfile": plan.dockerfile, "script": plan.script} for plan in images
             ],
+            "choices": [{"backend": backend, **dataclasses.asdict(choice)} for backend, choice in choices],
         }
         click.echo(json.dumps(payload, indent=2))
         return
+    key = images[0].key if images else spec.base
     out.print(f"revision   {sha}", highlight=False)
-    out.print(
-        f"language   {spec.language} {spec.language_version} (base image key {spec.base})", highlight=False
-    )
+    out.print(f"language   {spec.language} {spec.language_version} (base image key {key})", highlight=False)
     out.print(f"build      {spec.build_tool}", highlight=False)
     if spec.modules:
         out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
@@ -829,6 +829,8 @@ def env_show(
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
         out.print(f"found      {note}", highlight=False)
+    for backend, choice in choices:
+        out.print(f"chosen     {backend:<7} {_choice(choice)}", highlight=False)
     for plan in images:
         out.print(f"\nimage      {plan.tag}", highlight=False)
         for note in plan.notes:
@@ -915,6 +917,8 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         cause = _visible(cause_line(run.build.message))
         built = f"FAILED: {cause}" if not run.build.ok else f"ok ({cause})" if cause else "ok"
         out.print(f"build      {built}", highlight=False)
+        for choice in run.build.choices:
+            out.print(f"chosen     {_choice(choice)}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)
@@ -923,6 +927,11 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
                     out.print(f"{'':14} covers {path}: {_ranges(lines)}", highlight=False)
     if not run.build.ok:
         raise SystemExit(1)
+
+
+def _choice(choice: BuildChoice) -> str:
+    """``jdk 11: the oldest JDK …``: one line of a build record, printable as written."""
+    return _visible(f"{choice.name} {choice.value}" + (f": {choice.why}" if choice.why else ""))
 
 
 def _ranges(lines: frozenset[int]) -> str:

@@ -18,6 +18,17 @@ class UnknownBuildTool(CoevoError):
 
 
 @dataclass(frozen=True)
+class BuildChoice:
+    """One thing chosen for a build, and why: a line of the revision's build record
+    (``jdk`` ``11``: "Java 8 from …; JDK 8 failed: …")."""
+
+    name: str
+    """What was chosen: ``jdk``, ``maven``, ``level``, ``retry``."""
+    value: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """Whether a revision built, and the command output that says why not."""
 
@@ -26,6 +37,8 @@ class BuildResult:
     """What failed, whole (the tool's output, bounded: :func:`~runners.results.bounded`), or
     (when ``ok``) what was worked around; :func:`~runners.results.cause_line` gives its one line."""
     log: ExecResult | None = None
+    choices: tuple[BuildChoice, ...] = ()
+    """What the build was made with and why (the JDK, Maven, raised levels, a retry)."""
 
 
 @dataclass(frozen=True)

@@ -129,6 +129,10 @@ class EnvSpec:
     """pip install argument lists, in order (Python)."""
     build_modules: tuple[str, ...] = ()
     """When set, only these Maven modules and the modules they need are built (``-pl … -am``)."""
+    java_level: tuple[str, ...] = ()
+    """Java: the properties that carry the compiler level the poms declare, which coevo sets on the
+    command line to raise it when the JDK no longer compiles it; ``maven.compiler.release``
+    among them means the build asks for javac's ``--release`` (JDK 9 and later)."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """How each value was found, for `coevo env show`."""
 
@@ -229,13 +233,16 @@ def _detect_java(tree: TreeReader) -> EnvSpec:
     build_tool = "maven-wrapper" if tree.exists("mvnw") else "maven"
     modules = tuple(_module_folders(tree, root))
     # One JDK serves every module, so it must reach the highest release any of them asks for.
-    releases = [_java_release(_pom_chain(tree, pom)) for pom in _module_poms(tree, modules)]
+    chains = [_pom_chain(tree, pom) for pom in _module_poms(tree, modules)]
+    releases = [_java_release(chain) for chain in chains]
     version, note = max(releases, key=lambda found: (found[1] != _DEFAULT_NOTE, int(found[0])))
+    level = tuple(dict.fromkeys(name for chain in chains for name in _java_level(chain)))
     return EnvSpec(
         language="java",
         language_version=version,
         build_tool=build_tool,
         modules=modules,
+        java_level=level,
         notes=(note, f"build: {build_tool}", f"modules: {', '.join(m or '.' for m in modules)}"),
     )
 
@@ -345,6 +352,25 @@ def _java_release(chain: list[_Pom]) -> tuple[str, str]:
         if match:
             return match.group(1), f"java {match.group(1)} from {origin}"
     return DEFAULT_JAVA, _DEFAULT_NOTE
+
+
+_LEVEL_PROPERTIES = ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target")
+
+
+def _java_level(chain: list[_Pom]) -> tuple[str, ...]:
+    """The properties that set a pom chain's compiler level: ``maven.compiler.*`` (``release`` only
+    when the chain uses it) and the properties its compiler plugin's ``<release>``/``<source>``/
+    ``<target>`` name, except ``java.*`` ones, which are also the JVM's own system properties."""
+    properties = {key for pom in chain for key in pom.properties}
+    configured = {key: value for pom in reversed(chain) for key, value in pom.compiler.items()}
+    declared = any(key in properties for key in (*_LEVEL_PROPERTIES, "java.version")) or bool(configured)
+    if not declared:
+        return ()
+    uses_release = "release" in configured or "maven.compiler.release" in properties
+    names = [name for name in _LEVEL_PROPERTIES if uses_release or name != "maven.compiler.release"]
+    for value in configured.values():
+        names += [name for name in re.findall(r"\$\{([^}]+)\}", value) if not name.startswith("java.")]
+    return tuple(dict.fromkeys(names))
 
 
 def _resolve_properties(value: str, properties: dict[str, str], depth: int = 0) -> str:

@@ -30,16 +30,18 @@ from pathlib import Path
 
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
-from .buildtools import BuildResult
-from .environment import REVISION_M2, Environment, prepare_environment
+from .buildtools import BuildChoice, BuildResult
+from .environment import REVISION_M2, Environment, build_revision, prepare_environment
 from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .jdk import JdkPlan
 from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
-_LAYOUT = 2
-"""Bumped when what a built revision folder holds changes (2: its own Maven repository), so older
-builds, whose classpaths name other paths, are built again."""
+_LAYOUT = 3
+"""Bumped when what a built revision folder holds changes (2: its own Maven repository; 3: built
+with the JDK of its era, recorded), so older builds, whose classpaths name other paths or that
+another JDK made, are built again."""
 
 
 def work_root() -> Path:
@@ -65,6 +67,8 @@ class BuiltRevision:
     image: str | None = None
     repository: Path | None = None
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
+    choices: tuple[BuildChoice, ...] = ()
+    """Its build record: what it was built with and why (the JDK, Maven, raised levels, a retry)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -147,7 +151,9 @@ def prepare_revision(
 
     In a multi-module Maven project only the modules holding ``test_files`` are built, with
     what they need: other modules (integration tests, samples) often need more than
-    ``test-compile`` gives them.
+    ``test-compile`` gives them. A Java build that fails in a way another JDK explains is tried
+    once more with it (:func:`~runners.environment.build_revision`); which JDK built it is
+    recorded, and the revision's tests run with that one.
     """
     try:
         spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
@@ -165,9 +171,14 @@ def prepare_revision(
         if _layout(outcome) != _LAYOUT:
             shutil.rmtree(worktree, ignore_errors=True)
             shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
+
+            def fresh_worktree() -> None:
+                shutil.rmtree(worktree, ignore_errors=True)
+                export_revision(repo_path, sha, worktree)
+
             try:
                 export_revision(repo_path, sha, worktree)
-                built = _build(environment, spec, worktree, timeout)
+                environment, built = build_revision(environment, worktree, timeout, fresh_worktree)
             except MissingToolchain as exc:
                 # What coevo lacks (a JDK for Java 6) is not the revision's failure, and a coevo
                 # that has it must try again: nothing is recorded.
@@ -179,14 +190,37 @@ def prepare_revision(
             if _killed(built):
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
+            record = {
+                "ok": built.ok,
+                "message": built.message,
+                "layout": _LAYOUT,
+                "choices": [dataclasses.asdict(choice) for choice in built.choices],
+                "jdk": environment.jdk.as_json() if environment.jdk is not None else None,
+            }
             temporary = outcome.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"ok": built.ok, "message": built.message, "layout": _LAYOUT}))
+            temporary.write_text(json.dumps(record))
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
+    try:
+        environment = _recorded_environment(environment, recorded.get("jdk"))
+    except InfrastructureError:
+        raise
+    except CoevoError as exc:  # the JDK that built it is gone from this host
+        return BuiltRevision(sha, "env_failed", str(exc), spec, environment, None, image)
     status = "ok" if recorded["ok"] else "failed"
+    choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices", ()))
+    image = environment.image.tag if environment.image else None
     return BuiltRevision(
-        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2
+        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices
     )
+
+
+def _recorded_environment(environment: Environment, jdk: dict | None) -> Environment:
+    """The environment of the JDK a revision was built with (a retry's), where tests must run."""
+    if jdk is None or environment.jdk is None or environment.remake is None:
+        return environment
+    plan = JdkPlan.from_json(jdk)
+    return environment if plan == environment.jdk else environment.remake(plan)
 
 
 def release_revision(root: Path, repo_path: Path, sha: str, backend: str) -> None:
@@ -220,14 +254,6 @@ def _layout(outcome: Path) -> int | None:
         return int(json.loads(outcome.read_text()).get("layout", 1))
     except (OSError, ValueError, TypeError, AttributeError):
         return None
-
-
-def _build(environment: Environment, spec: EnvSpec, worktree: Path, timeout: float) -> BuildResult:
-    sandbox = environment.builder(worktree)
-    try:
-        return environment.tool.build(sandbox, spec, timeout)
-    finally:
-        sandbox.close()
 
 
 @contextlib.contextmanager

@@ -326,6 +326,9 @@ class CuratedPair(SQLModel, table=True):
     rev2_build: str = ""
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
     """What each build said (``rev1: <cause>`` then its whole message), bounded."""
+    build_records: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """Each built revision's record, ``rev1``/``rev2`` → ``[{"name", "value", "why"}, …]``: what it
+    was built with and why (the JDK, Maven, raised compiler levels, a retry with another JDK)."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     image: str | None = None
     backend: str = ""

@@ -88,6 +88,29 @@ def test_multi_module_with_release_inherited_from_the_parent(tmp_path: Path) -> 
     assert spec.module_for("application/X.java") == ""
 
 
+@pytest.mark.parametrize(
+    ("body", "level"),
+    [
+        ("<properties><maven.compiler.source>1.6</maven.compiler.source>"
+         "<maven.compiler.target>1.6</maven.compiler.target></properties>",
+         ("maven.compiler.source", "maven.compiler.target")),
+        ("<properties><maven.compiler.release>8</maven.compiler.release></properties>",
+         ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target")),
+        ("<properties><jdk>1.5</jdk><java.version>1.5</java.version></properties>"
+         "<build><plugins><plugin><artifactId>maven-compiler-plugin</artifactId><configuration>"
+         "<source>${jdk}</source><target>${java.version}</target></configuration></plugin></plugins></build>",
+         ("maven.compiler.source", "maven.compiler.target", "jdk")),
+        ("", ()),
+    ],
+    ids=["source-target", "release", "plugin-properties", "undeclared"],
+)  # fmt: skip
+def test_the_properties_that_carry_the_compiler_level(
+    tmp_path: Path, body: str, level: tuple[str, ...]
+) -> None:
+    """What coevo sets to raise a level; ``java.*`` are the JVM's own properties too, never set."""
+    assert detect_env(_tree(tmp_path, {"pom.xml": _pom(body=body)}), "java").java_level == level
+
+
 def test_broken_and_missing_poms_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(BrokenBuildFile, match=r"^pom.xml is not well-formed XML: .*line 2"):
         detect_env(_tree(tmp_path, {"pom.xml": "<project>\n<oops></project>"}), "java")
@@ -155,7 +178,13 @@ def test_git_revision_is_read_without_a_checkout(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
     tree = GitTree(repo.path, repo.shas["initial"])
     spec = detect_env(tree, "java")
-    assert spec == EnvSpec(language="java", language_version="17", build_tool="maven", modules=("",))
+    assert spec == EnvSpec(
+        language="java",
+        language_version="17",
+        build_tool="maven",
+        modules=("",),
+        java_level=("maven.compiler.release", "maven.compiler.source", "maven.compiler.target"),
+    )
     assert "java 17 from pom.xml property maven.compiler.release" in spec.notes
     assert tree.list_dir("src/main/java/demo") == ["Calculator.java"]
     assert tree.list_dir("no/such/folder") == []
