@@ -19,11 +19,11 @@ class UnknownBuildTool(CoevoError):
 
 @dataclass(frozen=True)
 class BuildChoice:
-    """One thing chosen for a build, and why: a line of the revision's build record
-    (``jdk`` ``11``: "Java 8 from …; JDK 8 failed: …")."""
+    """One thing chosen for a build, and why: a line of the revision's build record (``jdk`` ``11``:
+    "Java 8 from the pom; JDK 8 failed: …"; ``python`` ``3.9``; ``dependencies`` ``2021-04-02``)."""
 
     name: str
-    """What was chosen: ``jdk``, ``maven``, ``level``, ``retry``."""
+    """What was chosen: ``jdk``, ``maven``, ``level``, ``python``, ``dependencies``, ``retry``…"""
     value: str
     why: str = ""
 
@@ -38,7 +38,10 @@ class BuildResult:
     (when ``ok``) what was worked around; :func:`~runners.results.cause_line` gives its one line."""
     log: ExecResult | None = None
     choices: tuple[BuildChoice, ...] = ()
-    """What the build was made with and why (the JDK, Maven, raised levels, a retry)."""
+    """What the build was made with and why, in order (its build record)."""
+    installed: tuple[str, ...] = ()
+    """What the build resolved: Python, every distribution of the venv as ``name==version``; Java,
+    the resolved dependency coordinates. Sorted."""
 
 
 @dataclass(frozen=True)

@@ -68,7 +68,7 @@ class BuiltRevision:
     repository: Path | None = None
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
     choices: tuple[BuildChoice, ...] = ()
-    """Its build record: what it was built with and why (the JDK, Maven, raised levels, a retry)."""
+    """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
