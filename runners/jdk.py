@@ -218,7 +218,10 @@ def retry_jdk(
     if failure is None:
         return None
     release = _release_of(spec.language_version)
-    lowest = _lowest_jdk(spec, release)
+    declared = bool(spec.java_level)
+    # Poms that declare no level build with the compiler plugin's default one, which every JDK
+    # of coevo's eras compiles: the default release is no bound.
+    lowest = _lowest_jdk(spec, release) if declared else ERA_JDKS[0]
 
     def fits(feature: int) -> bool:
         return (
@@ -238,9 +241,14 @@ def retry_jdk(
         return None
     newer = failure.oldest is not None and failure.oldest > plan.feature
     chosen = candidates[0] if newer else candidates[-1]
-    retried = _plan(spec, release, chosen, source)
+    retried = _plan(spec, release, chosen, source) if declared else JdkPlan(chosen, "")
+    direction = "newer" if newer else "older"
+    why = f"the nearest {_jdks(source)} {direction} than JDK {plan.feature} that avoids its failure"
     return dataclasses.replace(
-        retried, retry_of=plan.feature, retry_why=f"the build with JDK {plan.feature} failed: {failure.why}"
+        retried,
+        why=why + (f", that compiles Java {release}" if declared else ""),
+        retry_of=plan.feature,
+        retry_why=f"the build with JDK {plan.feature} failed: {failure.why}",
     )
 
 
