@@ -260,7 +260,8 @@ class MavenTool:
         """
         jdk, plan = self.toolchain(spec)
         wrapper = sandbox.read_file(_WRAPPER_PROPERTIES)
-        choices = (*plan.choices(), maven_choice(spec, wrapper))
+        maven = maven_choice(spec, wrapper)
+        choices = (*plan.choices(), maven)
         command = build_command(
             spec,
             self._maven_repo or maven_repository(),
@@ -278,7 +279,17 @@ class MavenTool:
                 [*command[:update], "-U", *command[update:]], timeout, env={"JAVA_HOME": str(jdk.home)}
             )
         built = self._read_build(sandbox, spec, log, timeout)
-        return dataclasses.replace(built, choices=choices)
+        if not built.ok:
+            return dataclasses.replace(built, choices=choices)
+        roots = [self._maven_repo or maven_repository(), *(self._repo_tail or "").split(",")]
+        modules = spec.modules or ("",)
+        entries = [entry for module in modules for entry in _read_classpath(sandbox, module) or ()]
+        installed = {
+            f"java=={_java_version(sandbox, jdk)}",
+            f"maven=={maven.value.removesuffix(' (wrapper)')}",
+            *resolved_coordinates(entries, [root for root in roots if root]),
+        }
+        return dataclasses.replace(built, choices=choices, installed=tuple(sorted(installed)))
 
     def _read_build(self, sandbox: Sandbox, spec: EnvSpec, log: ExecResult, timeout: float) -> BuildResult:
         """What a finished Maven run built: each module's classpath stored, or why none was."""
@@ -661,6 +672,43 @@ class MavenTool:
 
 
 # --- pure helpers ----------------------------------------------------------------------------------
+
+
+def resolved_coordinates(classpath: Iterable[str], repositories: Sequence[str]) -> list[str]:
+    """``group:artifact:version`` (``:classifier`` when it has one) of each classpath jar that lies
+    in one of the Maven ``repositories``, read from the repository layout; sorted, each once.
+
+    A snapshot's jar, whose file name carries its timestamp instead of the version, gets that
+    file name as a fourth part: it says exactly which build of the snapshot was used.
+    """
+    found: set[str] = set()
+    prefixes = [repository.rstrip("/") + "/" for repository in repositories]
+    for entry in classpath:
+        prefix = next((prefix for prefix in prefixes if entry.startswith(prefix)), None)
+        parts = entry[len(prefix) :].split("/") if prefix else []
+        if len(parts) < 4:
+            continue  # outside every repository: a module's own classes
+        *group, artifact, version, name = parts
+        stem = posixpath.splitext(name)[0]
+        coordinate = f"{'.'.join(group)}:{artifact}:{version}"
+        if stem == f"{artifact}-{version}":
+            found.add(coordinate)
+        elif stem.startswith(f"{artifact}-{version}-"):
+            found.add(f"{coordinate}:{stem.removeprefix(f'{artifact}-{version}-')}")
+        else:
+            found.add(f"{coordinate}:{name}")
+    return sorted(found)
+
+
+def _java_version(sandbox: Sandbox, jdk: Jdk) -> str:
+    """The exact version of ``jdk`` as the sandbox has it: its ``release`` file, which Debian's JDK 8
+    lacks, else what its ``java -version`` says, else its feature."""
+    release = sandbox.exec(["cat", f"{jdk.home}/release"], 30)
+    found = re.search(r'^JAVA_VERSION="([^"]+)"', release.stdout, re.MULTILINE) if release.ok else None
+    if found is None:
+        version = sandbox.exec([f"{jdk.home}/bin/java", "-version"], 60)
+        found = re.search(r'version "([^"]+)"', version.stderr + version.stdout)
+    return found.group(1) if found else str(jdk.feature)
 
 
 def _read_classpath(sandbox: Sandbox, module: str) -> list[str] | None:
