@@ -657,6 +657,7 @@ def _write(
         for name, b in built.items()
         if b is not None and b.choices
     }
+    installed = {name: list(b.installed) for name, b in built.items() if b is not None and b.installed}
     assert pair.id is not None
     # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
     # writes the new ones: a run that fails or is killed first leaves the old ones whole.
@@ -672,6 +673,7 @@ def _write(
             rev2_build=rev2.status if rev2 else "skipped",
             message=bounded("\n".join(messages), 2 * MESSAGE_LIMIT),
             build_records=records or None,
+            installed=installed or None,
             env_spec=spec,
             image=image,
             backend=request.backend,
@@ -717,6 +719,8 @@ def _write(
                 production_diff=pair.production_diff,
                 env_spec=spec,
                 image=image,
+                build_records=records or None,
+                installed=installed or None,
                 matrix={
                     m.candidate.test_method: {k: c.as_json() for k, c in m.cells.items()} for m in members
                 },

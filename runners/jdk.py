@@ -178,6 +178,26 @@ class JdkPlan:
         )
 
 
+def recorded_plan(choices: Iterable[BuildChoice]) -> JdkPlan | None:
+    """The plan a build record says a revision was built with (:meth:`JdkPlan.choices` read
+    back), so scoring or re-validating it later uses that JDK and those levels; None when the
+    record names no JDK (a Python revision, one that found none)."""
+    named = {choice.name: choice for choice in choices}
+    jdk, level, retry = named.get("jdk"), named.get("level"), named.get("retry")
+    if jdk is None or not jdk.value.isdigit():
+        return None
+    raised = tuple(tuple(item.split("=", 1)) for item in level.value.split()) if level else ()
+    retried = re.fullmatch(r"JDK (\d+) -> JDK \d+", retry.value) if retry else None
+    return JdkPlan(
+        feature=int(jdk.value),
+        why=jdk.why,
+        raised=tuple((name, value) for name, value in raised),
+        raised_why=level.why if level else "",
+        retry_of=int(retried.group(1)) if retried else None,
+        retry_why=retry.why if retry and retried else "",
+    )
+
+
 def oldest_level(feature: int) -> int:
     """The oldest source/target level JDK ``feature``'s javac still compiles (JEP 182)."""
     return Jdk(Path("/"), feature).oldest_release

@@ -33,7 +33,7 @@ from tasks import CoevoError, InfrastructureError, MissingToolchain
 from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, build_revision, prepare_environment
 from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
-from .jdk import JdkPlan
+from .jdk import JdkPlan, recorded_plan
 from .sides import Side
 from .worktree import export_revision
 
@@ -69,6 +69,8 @@ class BuiltRevision:
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
     choices: tuple[BuildChoice, ...] = ()
     """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
+    installed: tuple[str, ...] = ()
+    """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -146,6 +148,7 @@ def prepare_revision(
     base_images: Mapping[str, str] | None = None,
     timeout: float = 1800,
     test_files: Sequence[str] = (),
+    build_record: Sequence[BuildChoice] = (),
 ) -> BuiltRevision:
     """The revision exported and built (once, whoever asks first), or why it could not be.
 
@@ -153,12 +156,15 @@ def prepare_revision(
     what they need: other modules (integration tests, samples) often need more than
     ``test-compile`` gives them. A Java build that fails in a way another JDK explains is tried
     once more with it (:func:`~runners.environment.build_revision`); which JDK built it is
-    recorded, and the revision's tests run with that one.
+    recorded, and the revision's tests run with that one. A ``build_record`` (a task's,
+    from its curation) names the JDK and levels to build with instead of choosing them again: a
+    build made otherwise is made again with those.
     """
+    jdk = recorded_plan(build_record)
     try:
         spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
-        environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
+        environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
     except InfrastructureError:
         raise  # coevo's own failure: nothing about the revision is recorded
     except CoevoError as exc:
@@ -168,7 +174,7 @@ def prepare_revision(
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
-        if _layout(outcome) != _LAYOUT:
+        if _layout(outcome) != _LAYOUT or not _built_with(outcome, jdk):
             shutil.rmtree(worktree, ignore_errors=True)
             shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
 
@@ -196,6 +202,7 @@ def prepare_revision(
                 "layout": _LAYOUT,
                 "choices": [dataclasses.asdict(choice) for choice in built.choices],
                 "jdk": environment.jdk.as_json() if environment.jdk is not None else None,
+                "installed": list(built.installed),
             }
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps(record))
@@ -211,7 +218,24 @@ def prepare_revision(
     choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices", ()))
     image = environment.image.tag if environment.image else None
     return BuiltRevision(
-        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices
+        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices,
+        tuple(recorded.get("installed", ())),
+    )  # fmt: skip
+
+
+def _built_with(outcome: Path, jdk: JdkPlan | None) -> bool:
+    """Whether the build recorded in ``outcome`` used ``jdk``'s JDK and levels (any, when None)."""
+    if jdk is None:
+        return True
+    try:
+        made = json.loads(outcome.read_text()).get("jdk")
+    except (OSError, ValueError):
+        return False
+    if not isinstance(made, dict):
+        return False
+    return (made.get("feature"), [tuple(pair) for pair in made.get("raised", ())]) == (
+        jdk.feature,
+        list(jdk.raised),
     )
 
 
