@@ -919,6 +919,8 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         out.print(f"build      {built}", highlight=False)
         for choice in run.build.choices:
             out.print(f"chosen     {_choice(choice)}", highlight=False)
+        if run.build.installed:
+            out.print(f"installed  {_visible(' '.join(run.build.installed))}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)

@@ -284,12 +284,17 @@ def tools_jdk(jdk: Jdk, jdks: Sequence[Jdk]) -> Jdk:
 def _plan(spec: EnvSpec, release: int, feature: int, source: str) -> JdkPlan:
     lowest = _lowest_jdk(spec, release)
     era = next((jdk for jdk in ERA_JDKS if jdk >= lowest), None)
-    why = f"the oldest {_jdks(source)} that compiles Java {release}"
+    oldest = oldest_level(feature)
+    if not spec.java_level:
+        why = f"the poms declare no Java level: the oldest {_jdks(source)} that compiles Java {release}"
+    elif release < oldest:
+        why = f"the oldest {_jdks(source)}; none compiles Java {release} any more"
+    else:
+        why = f"the oldest {_jdks(source)} that compiles Java {release}"
     if lowest > release:
         why += " with --release (maven.compiler.release), which javac has since JDK 9"
     if era is not None and era < feature:
         why += f"; JDK {era} is not {source}"
-    oldest = oldest_level(feature)
     if release >= oldest or not spec.java_level:
         return JdkPlan(feature, why)
     raised = tuple((name, str(oldest)) for name in spec.java_level)
