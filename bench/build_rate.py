@@ -44,7 +44,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -106,6 +106,10 @@ class Build:
     seconds: float
     choices: list[dict[str, str]]
     image: str | None = None
+    again_seconds: float | None = None
+    """With ``--again``: the seconds of a second build of the same revision (nothing new to
+    make: its images and venv are keyed by their content)."""
+    again_status: str | None = None
 
 
 # --- The window (mined once, kept) ----------------------------------------------------------------
@@ -283,6 +287,18 @@ def run_behaviour(
             print(f"{done.status} in {done.seconds:.0f} s {done.cause[:120]}", file=sys.stderr, flush=True)
             builds[key] = done
             save_results(args.results, coevo, builds)
+    if args.again:
+        for window, (path, window_revisions_) in revisions.items():
+            built = [r for r in window_revisions_ if builds[f"{r.repo}@{r.sha}"].status == "ok"]
+            for revision in built[: args.again]:
+                key = f"{revision.repo}@{revision.sha}"
+                if builds[key].again_seconds is not None:
+                    continue
+                print(f"{coevo.behaviour} {key[: len(revision.repo) + 13]} again …", file=sys.stderr, end=" ")
+                again = build(coevo, revision, path, window.language, args.backend, args.cache, args.timeout)
+                print(f"{again.status} in {again.seconds:.0f} s", file=sys.stderr, flush=True)
+                builds[key] = replace(builds[key], again_seconds=again.seconds, again_status=again.status)
+                save_results(args.results, coevo, builds)
     return builds
 
 
@@ -324,6 +340,25 @@ def report(
             print(f"  {_short(key):<24} {failure.status:<8} {failure.cause}")
         if not failed:
             print("  none")
+        noted = [
+            (k, builds[k]) for ks in keys.values() for k in ks if k in builds and builds[k].status == "ok"
+        ]
+        noted = [(k, b) for k, b in noted if b.cause]
+        print(f"{behaviour}: built, with a note ({len(noted)})")
+        for key, note in noted:
+            print(f"  {_short(key):<24} {note.cause}")
+        again = [
+            (k, builds[k]) for ks in keys.values() for k in ks if k in builds and builds[k].again_seconds
+        ]
+        if again:
+            first = sum(b.seconds for _, b in again)
+            second = sum(b.again_seconds or 0.0 for _, b in again)
+            print(
+                f"{behaviour}: built again (images and venvs kept): {first:.0f} s first, {second:.0f} s again"
+            )
+            for key, repeated in again:
+                seconds = f"{repeated.seconds:6.0f} s → {repeated.again_seconds:4.0f} s"
+                print(f"  {_short(key):<24} {seconds} {repeated.again_status}")
     if set(measured) != set(BEHAVIOURS):
         return 0
     old, new = measured["old"][1], measured["new"][1]
@@ -403,6 +438,13 @@ def main() -> int:
         "--backend", choices=("docker", "local"), default="docker", help="coevo's backend (default docker)"
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per build (default 900)")
+    parser.add_argument(
+        "--again",
+        type=int,
+        default=0,
+        metavar="N",
+        help="build the first N revisions that built of each repository once more and print the seconds",
+    )
     parser.add_argument("--rebuild-failed", action="store_true", help="build again what failed before")
     args = parser.parse_args()
     args.results.mkdir(parents=True, exist_ok=True)
