@@ -313,43 +313,36 @@ def _short(key: str) -> str:
 def report(
     measured: dict[str, tuple[Coevo, dict[str, Build]]], revisions: dict[Window, tuple[Path, list[Revision]]]
 ) -> int:
-    """Prints the tables; the exit code (1 when the goal is missed or a revision regressed)."""
+    """Prints the tables; the exit code (1 when the goal is missed or a revision regressed).
+
+    ``built`` counts builds coevo calls ok; ``whole`` those of them with no note (a note says
+    what was lost: test modules pytest could not import, Maven modules that did not build)."""
     keys = {w: [f"{r.repo}@{r.sha}" for r in rs] for w, (_, rs) in revisions.items()}
+    every = [k for ks in keys.values() for k in ks]
     print(f"\n{'repository':<14} {'lang':<6} {'until':<10} {'revs':>4}", end="")
     for behaviour in measured:
-        print(f" {behaviour + ' built':>10} {'rate':>6} {'s/build':>8}", end="")
+        print(f" {behaviour + ' built':>10} {'whole':>5} {'rate':>5} {'s/build':>7}", end="")
     print("   era")
-    totals: dict[str, list[Build]] = {b: [] for b in measured}
     for window, window_keys in keys.items():
         print(f"{window.name:<14} {window.language:<6} {window.until:<10} {len(window_keys):>4}", end="")
-        for behaviour, (_, builds) in measured.items():
-            done = [builds[k] for k in window_keys if k in builds]
-            totals[behaviour] += done
-            print(_rate_cells(done, len(window_keys)), end="")
+        for _, builds in measured.values():
+            print(_rate_cells([builds[k] for k in window_keys if k in builds], len(window_keys)), end="")
         print(f"   {window.era}")
-    print(f"{'all':<14} {'':<6} {'':<10} {sum(map(len, keys.values())):>4}", end="")
-    for behaviour in measured:
-        print(_rate_cells(totals[behaviour], sum(map(len, keys.values()))), end="")
+    print(f"{'all':<14} {'':<6} {'':<10} {len(every):>4}", end="")
+    for _, builds in measured.values():
+        print(_rate_cells([builds[k] for k in every if k in builds], len(every)), end="")
     print()
     for behaviour, (coevo, builds) in measured.items():
-        print(f"\n{behaviour} (coevo {coevo.commit[:12]}): failures")
-        failed = [
-            (k, builds[k]) for ks in keys.values() for k in ks if k in builds and builds[k].status != "ok"
-        ]
+        kept = [(k, builds[k]) for k in every if k in builds]
+        failed = [(k, b) for k, b in kept if b.status != "ok"]
+        print(f"\n{behaviour} (coevo {coevo.commit[:12]}): failures ({len(failed)})")
         for key, failure in failed:
             print(f"  {_short(key):<24} {failure.status:<8} {failure.cause}")
-        if not failed:
-            print("  none")
-        noted = [
-            (k, builds[k]) for ks in keys.values() for k in ks if k in builds and builds[k].status == "ok"
-        ]
-        noted = [(k, b) for k, b in noted if b.cause]
+        noted = [(k, b) for k, b in kept if b.status == "ok" and b.cause]
         print(f"{behaviour}: built, with a note ({len(noted)})")
         for key, note in noted:
             print(f"  {_short(key):<24} {note.cause}")
-        again = [
-            (k, builds[k]) for ks in keys.values() for k in ks if k in builds and builds[k].again_seconds
-        ]
+        again = [(k, b) for k, b in kept if b.again_seconds is not None]
         if again:
             first = sum(b.seconds for _, b in again)
             second = sum(b.again_seconds or 0.0 for _, b in again)
@@ -362,27 +355,36 @@ def report(
     if set(measured) != set(BEHAVIOURS):
         return 0
     old, new = measured["old"][1], measured["new"][1]
-    every = [k for ks in keys.values() for k in ks]
     both = [k for k in every if k in old and k in new]
     regressions = [k for k in both if old[k].status == "ok" and new[k].status != "ok"]
+    now_partial = [k for k in both if _whole(old[k]) and new[k].status == "ok" and not _whole(new[k])]
     fixed = [k for k in both if old[k].status != "ok" and new[k].status == "ok"]
-    new_rate = sum(new[k].status == "ok" for k in every if k in new) / max(1, sum(k in new for k in every))
+    measured_new = [new[k] for k in every if k in new]
+    new_rate = sum(b.status == "ok" for b in measured_new) / max(1, len(measured_new))
     print(f"\nrevisions measured both ways: {len(both)} of {len(every)}")
     print(f"fixed (failed old, built new): {len(fixed)}")
     print(f"regressions (built old, fail new): {len(regressions)}")
     for key in regressions:
         print(f"  {_short(key):<24} {new[key].status:<8} {new[key].cause}")
+    print(f"built whole before, with a note now: {len(now_partial)}")
+    for key in now_partial:
+        print(f"  {_short(key):<24} {new[key].cause}")
     print(f"new build rate: {new_rate:.0%} (goal {GOAL:.0%})")
     return 1 if regressions or new_rate < GOAL else 0
 
 
+def _whole(build: Build) -> bool:
+    return build.status == "ok" and not build.cause
+
+
 def _rate_cells(done: list[Build], total: int) -> str:
     if not done:
-        return f" {'-':>10} {'-':>6} {'-':>8}"
+        return f" {'-':>10} {'-':>5} {'-':>5} {'-':>7}"
     ok = sum(b.status == "ok" for b in done)
+    whole = sum(map(_whole, done))
     seconds = sum(b.seconds for b in done) / len(done)
     partial = "" if len(done) == total else f" of {len(done)}"
-    return f" {f'{ok}{partial}':>10} {ok / len(done):>6.0%} {seconds:>8.0f}"
+    return f" {f'{ok}{partial}':>10} {whole:>5} {ok / len(done):>5.0%} {seconds:>7.0f}"
 
 
 # --- Main -------------------------------------------------------------------------------------
@@ -453,6 +455,12 @@ def main() -> int:
     paths = _paths(args)
     revisions = {w: (paths[w.name], window_revisions(w, paths[w.name], args.results)) for w in WINDOWS}
     coevos = {"old": old_coevo(args.baseline_ref, args.cache), "new": new_coevo()}
+    if coevos["new"].commit == coevos["old"].commit:
+        print(
+            f"this checkout is the baseline ({coevos['old'].commit[:12]}): only old is measured",
+            file=sys.stderr,
+        )
+        del coevos["new"]
     measured: dict[str, tuple[Coevo, dict[str, Build]]] = {}
     for behaviour, coevo in coevos.items():
         if args.no_build or args.only not in (None, behaviour):
