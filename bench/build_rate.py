@@ -17,8 +17,11 @@ are keyed by their content). Results are kept per (coevo commit, repository, rev
 different times (``--only old``, ``--only new``). The window's revisions are kept in
 ``DIR/windows.json`` so both behaviours build the same ones.
 
-It prints, per behaviour and repository, the build rate and seconds per build, the cause of
-each failure (one line: :func:`runners.cause_line` on the build message), and with both
+It prints, per behaviour and repository, the build rate, how many built whole (ok with no note:
+no test module lost to an import error, no Maven module left out) and seconds per build; the
+cause of each failure and each note (one line: :func:`runners.cause_line` on the build
+message); with ``--again N``, the seconds of a second build of revisions that built (their
+images and venvs are content-keyed, so it must cost less than the first); and with both
 behaviours measured, the overall rates (goal: at least 90% with the new behaviour) and the
 regressions (revisions that built with the old behaviour and fail with the new). It exits 1
 when both were measured and there is a regression or the new rate is under 90%.
@@ -29,8 +32,8 @@ folder per repository named as in :data:`WINDOWS` (``requests``, ``gson``, …),
 
 Example::
 
-    python bench/build_rate.py --repos-dir /work/trials/bench-repos --results /tmp/build-rate --only old
-    python bench/build_rate.py --repos-dir /work/trials/bench-repos --results /tmp/build-rate
+    python bench/build_rate.py --repos-dir ~/bench-repos --results ~/build-rate --only old --again 1
+    python bench/build_rate.py --repos-dir ~/bench-repos --results ~/build-rate --only new --again 1
 """
 
 from __future__ import annotations
