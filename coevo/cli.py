@@ -825,6 +825,8 @@ def env_show(
     out.print(f"build      {spec.build_tool}", highlight=False)
     if spec.modules:
         out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
+    if spec.packages_before:
+        out.print(f"packages   uploaded before {spec.packages_before}", highlight=False)
     for args in spec.install:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
@@ -915,6 +917,9 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         cause = _visible(cause_line(run.build.message))
         built = f"FAILED: {cause}" if not run.build.ok else f"ok ({cause})" if cause else "ok"
         out.print(f"build      {built}", highlight=False)
+        for choice in run.build.choices:
+            why = f"  ({_visible(choice.why)})" if choice.why else ""
+            out.print(f"{choice.what:<12} {_visible(choice.value)}{why}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)

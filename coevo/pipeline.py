@@ -16,9 +16,10 @@ from curation import CurateProgress, CurateReport, CurateRequest, curate
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
+from runners.environment import base_images as configured_base_images
 from runners.environment import image_plan, prepare_environment
-from runners.envspec import maven_build_files
-from runners.images import ImagePlan, deps_image_plan
+from runners.envspec import commit_date, maven_build_files, resolve_python
+from runners.images import ImagePlan, deps_image_plan, docker_pythons
 from runners.scratch import temporary_dir
 from runners.worktree import export_revision
 from tasks import CoevoError, MiningRun, Repository, Store
@@ -96,8 +97,11 @@ def environment_of(
     build_args: Sequence[str] = (),
     base_images: Mapping[str, str] | None = None,
 ) -> tuple[str, EnvSpec, list[ImagePlan]]:
-    """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built)."""
+    """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built); a
+    Python spec with the interpreter Docker would give it."""
     path, sha, spec = _revision_env(target, language)
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(configured_base_images(base_images)), "Docker")
     base = image_plan(spec, base_images)
     if spec.language != "java":
         return sha, spec, [base]
@@ -113,7 +117,7 @@ def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
         raise CoevoError(f"{location} has no revision {revision!r}") from None
     if language == "auto":
         language = detect_language(path, sha)
-    return path, sha, detect_env(GitTree(path, sha), language)
+    return path, sha, detect_env(GitTree(path, sha), language, commit_date(path, sha))
 
 
 @dataclass(frozen=True)
@@ -146,6 +150,7 @@ def build_and_test(
     path, sha, spec = _revision_env(target, language)
     build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
     environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
+    spec = environment.spec  # with the interpreter the backend chose
     image = environment.image.tag if environment.image else None
     remove_dead_leftovers(docker=environment.backend == "docker")
     with temporary_dir("coevo-worktree-") as tmp:

@@ -667,6 +667,12 @@ def _write(
             rev2_build=rev2.status if rev2 else "skipped",
             message=bounded("\n".join(messages), 2 * MESSAGE_LIMIT),
             env_spec=spec,
+            builds={
+                name: [dataclasses.asdict(choice) for choice in b.choices]
+                for name, b in built.items()
+                if b is not None and b.choices
+            }
+            or None,
             image=image,
             backend=request.backend,
             seconds=round(seconds, 3),

@@ -18,6 +18,17 @@ class UnknownBuildTool(CoevoError):
 
 
 @dataclass(frozen=True)
+class Choice:
+    """One thing a build chose for a revision (its interpreter, its dependencies' date, a retry)
+    and why: the build record `coevo env build` prints and curation stores with the pair."""
+
+    what: str
+    """``python``, ``dependencies``, ``retry``, ``pytest``…"""
+    value: str
+    why: str = ""
+
+
+@dataclass(frozen=True)
 class BuildResult:
     """Whether a revision built, and the command output that says why not."""
 
@@ -26,6 +37,10 @@ class BuildResult:
     """What failed, whole (the tool's output, bounded: :func:`~runners.results.bounded`), or
     (when ``ok``) what was worked around; :func:`~runners.results.cause_line` gives its one line."""
     log: ExecResult | None = None
+    choices: tuple[Choice, ...] = ()
+    """What the build chose and why, in order."""
+    installed: tuple[str, ...] = ()
+    """Python: every distribution in the revision's venv, ``name==version``, sorted."""
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from tasks import CoevoError
 from .buildtools import BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls
+from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_PIT,
@@ -35,6 +35,7 @@ from .images import (
     base_image_plan,
     build_image,
     deps_image_plan,
+    docker_pythons,
     host_ca_bundle,
 )
 from .jdk import Jdk
@@ -42,7 +43,7 @@ from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
-from .venvs import FoundPython, pip_urls, venvs_root
+from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
@@ -169,15 +170,24 @@ def prepare_environment(
     """The environment for ``spec``, its images built (Docker), and whether they were all cached.
 
     ``build_files`` (:func:`~runners.envspec.maven_build_files`) add a deps image over the
-    Java base image; ``build_args`` are the repository's own Maven arguments.
+    Java base image; ``build_args`` are the repository's own Maven arguments. A Python spec gets
+    its interpreter chosen among the backend's (pyenv's on the host, the base images' in
+    Docker): the environment's spec says which, and why in its last note.
     """
     backend = resolve_backend(backend)
     if backend == "local":
         if spec.language == "java":
             return Environment("local", spec, MavenTool(maven_args=build_args)), True
+        if spec.language == "python":
+            present = host_pythons()
+            if not present:
+                raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
+            spec = resolve_python(spec, present, "host")
         return Environment("local", spec, get_build_tool(spec.build_tool)), True
     if spec.language not in ("java", "python"):
         raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(base_images(from_images)), "Docker")
     plan = image_plan(spec, from_images)
     client = docker_client()
     cached = build_image(client, plan)

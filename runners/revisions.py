@@ -30,16 +30,16 @@ from pathlib import Path
 
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
-from .buildtools import BuildResult
+from .buildtools import BuildResult, Choice
 from .environment import REVISION_M2, Environment, prepare_environment
-from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
 from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
-_LAYOUT = 2
-"""Bumped when what a built revision folder holds changes (2: its own Maven repository), so older
-builds, whose classpaths name other paths, are built again."""
+_LAYOUT = 3
+"""Bumped when what a built revision folder holds changes (2: its own Maven repository; 3: Python
+revisions built as of their date, and the build's choices recorded), so older builds are built again."""
 
 
 def work_root() -> Path:
@@ -65,6 +65,10 @@ class BuiltRevision:
     image: str | None = None
     repository: Path | None = None
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
+    choices: tuple[Choice, ...] = ()
+    """What its build chose and why (interpreter, dependencies' date, retries)."""
+    installed: tuple[str, ...] = ()
+    """Python: every distribution its venv holds, ``name==version``."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -150,9 +154,11 @@ def prepare_revision(
     ``test-compile`` gives them.
     """
     try:
-        spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
+        spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
+        spec = focus_modules(spec, test_files)
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
+        spec = environment.spec  # with what the backend chose (a Python among its own)
     except InfrastructureError:
         raise  # coevo's own failure: nothing about the revision is recorded
     except CoevoError as exc:
@@ -179,13 +185,30 @@ def prepare_revision(
             if _killed(built):
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
+            record = {
+                "ok": built.ok,
+                "message": built.message,
+                "layout": _LAYOUT,
+                "choices": [dataclasses.asdict(choice) for choice in built.choices],
+                "installed": list(built.installed),
+            }
             temporary = outcome.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"ok": built.ok, "message": built.message, "layout": _LAYOUT}))
+            temporary.write_text(json.dumps(record))
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
     status = "ok" if recorded["ok"] else "failed"
+    choices = tuple(Choice(**choice) for choice in recorded.get("choices") or ())
     return BuiltRevision(
-        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2
+        sha,
+        status,
+        recorded["message"],
+        spec,
+        environment,
+        worktree,
+        image,
+        folder / REVISION_M2,
+        choices,
+        tuple(recorded.get("installed") or ()),
     )
 
 

@@ -327,6 +327,9 @@ class CuratedPair(SQLModel, table=True):
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
     """What each build said (``rev1: <cause>`` then its whole message), bounded."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    builds: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """What each revision's build chose and why: ``{"rev1": [{"what", "value", "why"}, …], "rev2":
+    …}`` (interpreter, dependencies' date, a retry without it, test tools)."""
     image: str | None = None
     backend: str = ""
     seconds: float = 0.0

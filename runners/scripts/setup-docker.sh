@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# `coevo env setup` (and CI): make a working Docker daemon and a local debian:bookworm-slim base image available on a
+# `coevo env setup` (and CI): make a working Docker daemon and local debian:<suite>-slim base images available on a
 # machine that has only the docker CLI and no reachable container registry.
 #   1. install docker.io + debootstrap (only if missing) and start dockerd (only if `docker info` fails)
-#   2. build debian:bookworm-slim with debootstrap from the host's Debian mirror (only if missing)
+#   2. build debian:<suite>-slim for each suite with debootstrap from the host's Debian mirror (only if missing):
+#      bookworm, the default base (Python 3.11), and the suites whose Python other eras need
+#      (bullseye: 3.9, trixie: 3.13). COEVO_DEBIAN_SUITES="bookworm" builds only the default.
 # Idempotent: when everything is already up it only runs two checks and exits in a few seconds.
 # Root only. dockerd is left running in the background, logging to /var/log/dockerd.log.
 set -euo pipefail
 
-IMAGE=debian:bookworm-slim
-SUITE=bookworm
+SUITES=${COEVO_DEBIAN_SUITES:-bookworm bullseye trixie}
 DOCKERD_LOG=/var/log/dockerd.log
 DOCKERD_TIMEOUT=${DOCKERD_TIMEOUT:-60}
 export DEBIAN_FRONTEND=noninteractive
@@ -145,9 +146,13 @@ host_mirror() {
   done
 }
 
-if docker image inspect "$IMAGE" >/dev/null 2>&1; then
-  say "image $IMAGE: present (skipped)"
-else
+build_suite() {
+  # rootfs stays global: the EXIT trap that removes it may run after this function is gone.
+  local SUITE=$1 IMAGE="debian:$1-slim" mirror security log="/var/log/setup-docker-debootstrap-$1.log"
+  if docker image inspect "$IMAGE" >/dev/null 2>&1; then
+    say "image $IMAGE: present (skipped)"
+    return
+  fi
   command -v debootstrap >/dev/null || apt_install debootstrap
   mirror=$(host_mirror "$SUITE" | head -n 1)
   mirror=${mirror:-http://deb.debian.org/debian}
@@ -167,10 +172,10 @@ else
 
   # An https mirror is fetched by the host's wget, which trusts the host bundle (incl. the proxy CA).
   if ! debootstrap --variant=minbase --components=main "$SUITE" "$rootfs" "$mirror" \
-    >/var/log/setup-docker-debootstrap.log 2>&1; then
-    tail -n 30 /var/log/setup-docker-debootstrap.log >&2
+    >"$log" 2>&1; then
+    tail -n 30 "$log" >&2
     [ -f "$rootfs/debootstrap/debootstrap.log" ] && tail -n 30 "$rootfs/debootstrap/debootstrap.log" >&2
-    die "debootstrap failed (see /var/log/setup-docker-debootstrap.log)"
+    die "debootstrap of $SUITE failed (see $log)"
   fi
 
   # Make it look like the official image: same apt sources (main + updates + security) and apt
@@ -209,4 +214,8 @@ EOF
   cleanup
   trap - EXIT
   say "image $IMAGE: built ($(docker image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}'))"
-fi
+}
+
+for suite in $SUITES; do
+  build_suite "$suite"
+done

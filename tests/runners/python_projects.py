@@ -6,6 +6,8 @@ import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
+from tests.gitrepo import GitRepo
+
 PYPROJECT = """\
 [build-system]
 requires = ["setuptools>=61"]
@@ -96,3 +98,118 @@ def write(root: Path, files: Mapping[str, str]) -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text))
     return root
+
+
+# --- Histories of their time ---------------------------------------------------------------------
+
+TLS_SETUP = """\
+from setuptools import setup
+
+setup(
+    name="tlsconf",
+    version="0.1",
+    packages=["tlsconf"],
+    python_requires=">=3.6",
+    install_requires=["urllib3"],
+    extras_require={"test": ["pytest"]},
+)
+"""
+
+TLS_INIT = """\
+from urllib3.util.ssl_ import DEFAULT_CIPHERS
+
+
+def ciphers():
+    return DEFAULT_CIPHERS.split(":")
+"""
+
+TLS_TEST = """\
+from tlsconf import ciphers
+
+
+def test_ciphers():
+    assert any("ECDHE" in cipher for cipher in ciphers())
+"""
+
+TLS_TESTS = ["tests/test_tlsconf.py::test_ciphers"]
+
+
+def tls_history(path: Path) -> GitRepo:
+    """A project of June 2021 that imports ``urllib3.util.ssl_.DEFAULT_CIPHERS`` and leaves urllib3
+    unpinned: urllib3 2.0 (April 2023) removed that name, so today's urllib3 breaks it. Declares
+    Python 3.6+: its era's newest is 3.9 (3.10 came out in October 2021)."""
+    repo = GitRepo(path)
+    repo.commit(
+        "tls",
+        "2021-06-15T10:00:00+02:00",
+        {"setup.py": TLS_SETUP, "tlsconf/__init__.py": TLS_INIT, "tests/test_tlsconf.py": TLS_TEST},
+    )
+    return repo
+
+
+TICKER_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "ticker"
+version = "0.1"
+requires-python = ">=3.8"
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+TICKER_TOX = """\
+[tox]
+envlist = py311, py312
+
+[testenv]
+deps =
+    pytest
+    pytest-asyncio
+commands = pytest {posargs}
+
+[pytest]
+addopts = --asyncio-mode=strict
+"""
+
+TICKER_INIT = """\
+import asyncio
+
+
+async def tick(n):
+    await asyncio.sleep(0)
+    return n + 1
+"""
+
+TICKER_TEST = """\
+import pytest
+
+from ticker import tick
+
+
+@pytest.mark.asyncio
+async def test_tick():
+    assert await tick(1) == 2
+"""
+
+TICKER_TESTS = ["tests/test_ticker.py::test_tick"]
+
+
+def ticker_history(path: Path) -> GitRepo:
+    """A project of March 2024 whose test plugin, pytest-asyncio, is declared only in ``tox.ini``,
+    where its ``addopts = --asyncio-mode=strict`` also needs it: without it pytest does not start."""
+    repo = GitRepo(path)
+    repo.commit(
+        "ticker",
+        "2024-03-01T12:00:00+00:00",
+        {
+            "pyproject.toml": TICKER_PYPROJECT,
+            "tox.ini": TICKER_TOX,
+            "src/ticker/__init__.py": TICKER_INIT,
+            "tests/test_ticker.py": TICKER_TEST,
+        },
+    )
+    return repo
