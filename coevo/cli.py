@@ -30,7 +30,7 @@ from sqlmodel import select
 
 import curation
 import miner
-from runners import BACKENDS, cause_line, resolve_backend, scoring
+from runners import BACKENDS, BuildChoice, cause_line, resolve_backend, scoring
 from runners.agents import check_agent, find_agent, protected_folders
 from runners.scoring import ScoreOptions
 from tasks import (
@@ -918,8 +918,7 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         built = f"FAILED: {cause}" if not run.build.ok else f"ok ({cause})" if cause else "ok"
         out.print(f"build      {built}", highlight=False)
         for choice in run.build.choices:
-            why = f"  ({_visible(choice.why)})" if choice.why else ""
-            out.print(f"{choice.what:<12} {_visible(choice.value)}{why}", highlight=False)
+            out.print(f"chosen     {_choice(choice)}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)
@@ -928,6 +927,11 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
                     out.print(f"{'':14} covers {path}: {_ranges(lines)}", highlight=False)
     if not run.build.ok:
         raise SystemExit(1)
+
+
+def _choice(choice: BuildChoice) -> str:
+    """``jdk 11: the oldest JDK …``: one line of a build record, printable as written."""
+    return _visible(f"{choice.name} {choice.value}" + (f": {choice.why}" if choice.why else ""))
 
 
 def _ranges(lines: frozenset[int]) -> str:

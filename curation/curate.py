@@ -652,6 +652,11 @@ def _write(
     spec = dataclasses.asdict(rev2.spec) if rev2 is not None and rev2.spec is not None else None
     image = rev2.image if rev2 is not None else None
     messages = [in_context(name, b.message) for name, b in built.items() if b is not None and b.message]
+    records = {
+        name: [dataclasses.asdict(choice) for choice in b.choices]
+        for name, b in built.items()
+        if b is not None and b.choices
+    }
     assert pair.id is not None
     # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
     # writes the new ones: a run that fails or is killed first leaves the old ones whole.
@@ -666,13 +671,8 @@ def _write(
             rev1_build=rev1.status if rev1 else "skipped",
             rev2_build=rev2.status if rev2 else "skipped",
             message=bounded("\n".join(messages), 2 * MESSAGE_LIMIT),
+            build_records=records or None,
             env_spec=spec,
-            builds={
-                name: [dataclasses.asdict(choice) for choice in b.choices]
-                for name, b in built.items()
-                if b is not None and b.choices
-            }
-            or None,
             image=image,
             backend=request.backend,
             seconds=round(seconds, 3),

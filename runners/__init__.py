@@ -1,6 +1,7 @@
 """Environments, sandboxes, build tools and scoring: how coevo builds and runs revisions."""
 
 from .buildtools import (
+    BuildChoice,
     BuildResult,
     BuildTool,
     Coverage,
@@ -37,6 +38,7 @@ __all__ = [
     "MESSAGE_LIMIT",
     "BackendUnsupported",
     "BrokenBuildFile",
+    "BuildChoice",
     "BuildResult",
     "BuildTool",
     "Coverage",

@@ -18,12 +18,12 @@ class UnknownBuildTool(CoevoError):
 
 
 @dataclass(frozen=True)
-class Choice:
-    """One thing a build chose for a revision (its interpreter, its dependencies' date, a retry)
-    and why: the build record `coevo env build` prints and curation stores with the pair."""
+class BuildChoice:
+    """One thing chosen for a build, and why: a line of the revision's build record (``jdk`` ``11``:
+    "Java 8 from the pom; JDK 8 failed: …"; ``python`` ``3.9``; ``dependencies`` ``2021-04-02``)."""
 
-    what: str
-    """``python``, ``dependencies``, ``retry``, ``pytest``…"""
+    name: str
+    """What was chosen: ``jdk``, ``maven``, ``level``, ``python``, ``dependencies``, ``retry``…"""
     value: str
     why: str = ""
 
@@ -37,10 +37,11 @@ class BuildResult:
     """What failed, whole (the tool's output, bounded: :func:`~runners.results.bounded`), or
     (when ``ok``) what was worked around; :func:`~runners.results.cause_line` gives its one line."""
     log: ExecResult | None = None
-    choices: tuple[Choice, ...] = ()
-    """What the build chose and why, in order."""
+    choices: tuple[BuildChoice, ...] = ()
+    """What the build was made with and why, in order (its build record)."""
     installed: tuple[str, ...] = ()
-    """Python: every distribution in the revision's venv, ``name==version``, sorted."""
+    """What the build resolved: Python, every distribution of the venv as ``name==version``; Java,
+    the resolved dependency coordinates. Sorted."""
 
 
 @dataclass(frozen=True)

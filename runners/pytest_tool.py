@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .buildtools import BuildResult, Choice, Coverage, TestRun, build_tool
+from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import Outcome, TestResult, bounded, in_context, without_roots
@@ -396,11 +396,11 @@ class PytestTool:
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)
 
 
-def _choices(spec: EnvSpec, built: VenvBuild) -> tuple[Choice, ...]:
+def _choices(spec: EnvSpec, built: VenvBuild) -> tuple[BuildChoice, ...]:
     """The build record: the interpreter and why (the spec's last word on it), then the venv's."""
     why = next((note for note in reversed(spec.notes) if note.startswith("python ")), "")
     why = "; ".join(filter(None, [why, built.note]))
-    return (Choice("python", built.python, why), *built.choices())
+    return (BuildChoice("python", built.python, why), *built.choices())
 
 
 def _coverage_of(test: str, lines: Mapping[str, Coverage]) -> Coverage:

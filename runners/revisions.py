@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
-from .buildtools import BuildResult, Choice
+from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, prepare_environment
 from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
 from .sides import Side
@@ -65,10 +65,10 @@ class BuiltRevision:
     image: str | None = None
     repository: Path | None = None
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
-    choices: tuple[Choice, ...] = ()
-    """What its build chose and why (interpreter, dependencies' date, retries)."""
+    choices: tuple[BuildChoice, ...] = ()
+    """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
     installed: tuple[str, ...] = ()
-    """Python: every distribution its venv holds, ``name==version``."""
+    """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -197,7 +197,7 @@ def prepare_revision(
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
     status = "ok" if recorded["ok"] else "failed"
-    choices = tuple(Choice(**choice) for choice in recorded.get("choices") or ())
+    choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices") or ())
     return BuiltRevision(
         sha,
         status,

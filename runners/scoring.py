@@ -31,7 +31,7 @@ import platform
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -259,13 +259,15 @@ def judge(
     given: bytes | None,
     scratch: Path,
     problem: str = "",
+    undetecting: Collection[str] = (),
 ) -> Verdict:
     """Each task method's outcome for ``content`` (the agent's test file).
 
     Each run of the agent's code gets a judge tree of its own under ``scratch`` (see
     :mod:`runners.judge_tree`): rev2 with the test file as the agent got it (``given``) and no
     trace of the gold, a fresh one for mutation testing (so nothing the first run left
-    changes it), and rev1 for generation. ``problem`` says why there is no content to judge.
+    changes it), and rev1 for generation. ``problem`` says why there is no content to judge;
+    ``undetecting``: the task's methods whose gold detects no focal mutant here.
     """
     ids = dict(zip(task.test_methods, task.test_ids, strict=True))
     if content is None:
@@ -323,7 +325,7 @@ def judge(
             kind = "exec_fail"
         old_outcome = str(on_old[test].outcome) if test in on_old else None
         success = runs_changed and (task.track == Track.UPDATE or old_outcome in FAILS_ON_OLD)
-        strict = strict_success(success, test, mutation)
+        strict = strict_success(success, test, mutation, asked=test not in undetecting)
         outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome, strict)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
@@ -341,6 +343,11 @@ def _judge_side(task: Task, built: BuiltRevision, repo_path: Path, given: bytes 
 
 
 # --- the gold check --------------------------------------------------------------------------------
+
+
+_GOLD_CHECK_LAYOUT = 2
+"""Bumped when what a gold check measures changes (2: the focal mutants the gold detects), so
+checks kept from before are made again."""
 
 
 class GoldChecks:
@@ -363,7 +370,7 @@ class GoldChecks:
 def environment_key(new: BuiltRevision, old: BuiltRevision | None) -> str:
     """What a judgement depends on besides the test file: coevo, the backend, each revision's
     spec and image, and (on the host, whose toolchains are its own) the machine."""
-    parts: list[Any] = [_coevo_version()]
+    parts: list[Any] = [_coevo_version(), _GOLD_CHECK_LAYOUT]
     for built in (new, old):
         if built is None or built.environment is None or built.spec is None:
             continue
@@ -375,11 +382,37 @@ def environment_key(new: BuiltRevision, old: BuiltRevision | None) -> str:
 
 
 def check_gold(
-    task: Task, new: BuiltRevision, old: BuiltRevision | None, repo_path: Path, scratch: Path, timeout: float
-) -> tuple[bool, str]:
+    task: Task,
+    new: BuiltRevision,
+    old: BuiltRevision | None,
+    repo_path: Path,
+    scratch: Path,
+    timeout: float,
+    environment: str = "",
+) -> GoldCheck:
     """Whether the developer's methods pass on the new code — and, for generation, do not pass on
     the old — judged exactly as an agent's file is; else why not. When they do not, nothing an
-    agent writes can be judged there: the fault is coevo's environment, not the agent's."""
+    agent writes can be judged there: the fault is coevo's environment, not the agent's. When
+    they do, which of them detect no focal mutant (what strict success then does not ask)."""
+    ok, message = _gold_holds(task, new, old, repo_path, scratch, timeout)
+    if not ok:
+        return GoldCheck(task_id=task.id, environment=environment, ok=False, message=message)
+    gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
+    given = reset_test_file(task, repo_path)
+    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-mutants")) as side:
+        mutation = side.mutation_score(
+            task.test_file, gold, list(task.test_ids), task.focal_methods, "gold", timeout * 4
+        )
+    if mutation is not None and not mutation.complete:
+        undetecting = list(task.test_ids)  # nothing measured for the gold: nothing asked of agents
+    else:
+        undetecting = [test for test in task.test_ids if not strict_success(True, test, mutation)]
+    return GoldCheck(task_id=task.id, environment=environment, ok=True, undetecting=undetecting)
+
+
+def _gold_holds(
+    task: Task, new: BuiltRevision, old: BuiltRevision | None, repo_path: Path, scratch: Path, timeout: float
+) -> tuple[bool, str]:
     gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
     given = reset_test_file(task, repo_path)
     ids = dict(zip(task.test_methods, task.test_ids, strict=True))
@@ -528,8 +561,7 @@ def score_task(
     gold = gold_checks.get(task.id, environment) if gold_checks is not None else None
     if gold is None:
         with temporary_dir("coevo-gold-") as scratch:
-            ok, message = check_gold(task, new, old, repo_path, Path(scratch), options.test_timeout)
-        gold = GoldCheck(task_id=task.id, environment=environment, ok=ok, message=message)
+            gold = check_gold(task, new, old, repo_path, Path(scratch), options.test_timeout, environment)
         if gold_checks is not None:
             gold_checks.put(gold)
     if not gold.ok:
@@ -554,7 +586,7 @@ def score_task(
             )
         verdict = judge(
             task, output.content, new, old, options.test_timeout, repo_path, workspace.given,
-            Path(scratch), output.problem,
+            Path(scratch), output.problem, gold.undetecting or (),
         )  # fmt: skip
     run.status = "timeout" if output.timed_out else "done"
     if verdict.mutation is not None:

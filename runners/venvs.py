@@ -58,7 +58,7 @@ from packaging.version import InvalidVersion, Version
 
 from tasks import CoevoError, MissingToolchain
 
-from .buildtools import Choice
+from .buildtools import BuildChoice
 from .egress import urls_in
 from .envspec import EnvSpec, FolderTree, TreeReader
 from .pythons import minor_key
@@ -161,20 +161,20 @@ class VenvBuild:
     note: str = ""
     """A substitute interpreter, when the one asked for is not here."""
 
-    def choices(self) -> tuple[Choice, ...]:
-        """The record as :class:`~runners.buildtools.Choice` lines (interpreter first)."""
-        found: list[Choice] = []
+    def choices(self) -> tuple[BuildChoice, ...]:
+        """The record as :class:`~runners.buildtools.BuildChoice` lines (interpreter first)."""
+        found: list[BuildChoice] = []
         if self.packages_before:
-            found.append(Choice("dependencies", f"as of {self.packages_before}",
+            found.append(BuildChoice("dependencies", f"as of {self.packages_before}",
                                 f"pip {self.pip} --uploaded-prior-to {self.packages_before}"))  # fmt: skip
         elif self.retry:
-            found.append(Choice("dependencies", "today's releases", self.retry))
-            found.append(Choice("retry", "without the date", self.retry))
+            found.append(BuildChoice("dependencies", "today's releases", self.retry))
+            found.append(BuildChoice("retry", "without the date", self.retry))
         elif self.asked_before:
-            found.append(Choice("dependencies", "today's releases", self.undated))
+            found.append(BuildChoice("dependencies", "today's releases", self.undated))
         else:
-            found.append(Choice("dependencies", "today's releases", "no date given"))
-        found += [Choice(tool, version, source) for tool, version, source in self.tools]
+            found.append(BuildChoice("dependencies", "today's releases", "no date given"))
+        found += [BuildChoice(tool, version, source) for tool, version, source in self.tools]
         return tuple(found)
 
 

@@ -326,6 +326,9 @@ class CuratedPair(SQLModel, table=True):
     rev2_build: str = ""
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
     """What each build said (``rev1: <cause>`` then its whole message), bounded."""
+    build_records: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """Each built revision's record, ``rev1``/``rev2`` → ``[{"name", "value", "why"}, …]``: what it
+    was built with and why (interpreter, JDK, Maven, dependencies' date, raised levels, retries)."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     builds: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     """What each revision's build chose and why: ``{"rev1": [{"what", "value", "why"}, …], "rev2":
@@ -463,4 +466,8 @@ class GoldCheck(SQLModel, table=True):
     ok: bool
     message: str = Field(default="", sa_column=Column(Text, nullable=False))
     """Why the gold does not hold here (the method and its outcome), empty when it does."""
+    undetecting: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """The gold's methods (runnable ids) that detect no mutant of the focal methods here: strict
+    success does not ask an agent's method for what the developer's own did not do. None: not
+    measured (a check stored before this was)."""
     checked_at: datetime | None = _aware(now=True)

@@ -2,14 +2,14 @@
 # `coevo env setup` (and CI): make a working Docker daemon and local debian:<suite>-slim base images available on a
 # machine that has only the docker CLI and no reachable container registry.
 #   1. install docker.io + debootstrap (only if missing) and start dockerd (only if `docker info` fails)
-#   2. build debian:<suite>-slim for each suite with debootstrap from the host's Debian mirror (only if missing):
-#      bookworm, the default base (Python 3.11), and the suites whose Python other eras need
-#      (bullseye: 3.9, trixie: 3.13). COEVO_DEBIAN_SUITES="bookworm" builds only the default.
+#   2. build debian:<suite>-slim with debootstrap from the host's Debian mirror for each suite of
+#      $COEVO_DEBIAN_SUITES (only those missing): the suites coevo's base images start from, bookworm
+#      (JDK 17), bullseye (JDK 11), trixie (JDK 21 and 25) and sid (JDK 8: no other suite still has it).
 # Idempotent: when everything is already up it only runs two checks and exits in a few seconds.
 # Root only. dockerd is left running in the background, logging to /var/log/dockerd.log.
 set -euo pipefail
 
-SUITES=${COEVO_DEBIAN_SUITES:-bookworm bullseye trixie}
+SUITES=${COEVO_DEBIAN_SUITES:-bookworm bullseye trixie sid}
 DOCKERD_LOG=/var/log/dockerd.log
 DOCKERD_TIMEOUT=${DOCKERD_TIMEOUT:-60}
 export DEBIAN_FRONTEND=noninteractive
@@ -146,47 +146,52 @@ host_mirror() {
   done
 }
 
-build_suite() {
-  # rootfs stays global: the EXIT trap that removes it may run after this function is gone.
-  local SUITE=$1 IMAGE="debian:$1-slim" mirror security log="/var/log/setup-docker-debootstrap-$1.log"
+# build_suite_image SUITE: debian:SUITE-slim, unless it is present.
+build_suite_image() {
+  local SUITE=$1 IMAGE=debian:$1-slim mirror security updates
   if docker image inspect "$IMAGE" >/dev/null 2>&1; then
     say "image $IMAGE: present (skipped)"
-    return
-  fi
-  command -v debootstrap >/dev/null || apt_install debootstrap
-  mirror=$(host_mirror "$SUITE" | head -n 1)
-  mirror=${mirror:-http://deb.debian.org/debian}
-  security=$(host_mirror "$SUITE-security" | head -n 1)
-  security=${security:-http://deb.debian.org/debian-security}
-  say "image $IMAGE: building with debootstrap --variant=minbase $SUITE from $mirror"
+  else
+    command -v debootstrap >/dev/null || apt_install debootstrap
+    mirror=$(host_mirror "$SUITE" | head -n 1)
+    mirror=${mirror:-http://deb.debian.org/debian}
+    security=$(host_mirror "$SUITE-security" | head -n 1)
+    security=${security:-http://deb.debian.org/debian-security}
+    # sid (unstable) has no -updates or -security suite.
+    updates=1
+    [ "$SUITE" != sid ] || updates=
+    say "image $IMAGE: building with debootstrap --variant=minbase $SUITE from $mirror"
 
-  rootfs=$(mktemp -d /var/tmp/setup-docker-rootfs.XXXXXX)
-  cleanup() {
-    # debootstrap mounts proc/sys inside the target; never rm -rf through a live mount.
-    awk -v r="$rootfs" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
-      umount -l "$m" || true
-    done
-    rm -rf --one-file-system "$rootfs"
-  }
-  trap cleanup EXIT
+    rootfs=$(mktemp -d /var/tmp/setup-docker-rootfs.XXXXXX)
+    cleanup() {
+      # debootstrap mounts proc/sys inside the target; never rm -rf through a live mount.
+      awk -v r="$rootfs" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+        umount -l "$m" || true
+      done
+      rm -rf --one-file-system "$rootfs"
+    }
+    trap cleanup EXIT
 
-  # An https mirror is fetched by the host's wget, which trusts the host bundle (incl. the proxy CA).
-  if ! debootstrap --variant=minbase --components=main "$SUITE" "$rootfs" "$mirror" \
-    >"$log" 2>&1; then
-    tail -n 30 "$log" >&2
-    [ -f "$rootfs/debootstrap/debootstrap.log" ] && tail -n 30 "$rootfs/debootstrap/debootstrap.log" >&2
-    die "debootstrap of $SUITE failed (see $log)"
-  fi
+    # An https mirror is fetched by the host's wget, which trusts the host bundle (incl. the proxy CA).
+    if ! debootstrap --variant=minbase --components=main "$SUITE" "$rootfs" "$mirror" \
+      >/var/log/setup-docker-debootstrap.log 2>&1; then
+      tail -n 30 /var/log/setup-docker-debootstrap.log >&2
+      [ -f "$rootfs/debootstrap/debootstrap.log" ] && tail -n 30 "$rootfs/debootstrap/debootstrap.log" >&2
+      die "debootstrap failed (see /var/log/setup-docker-debootstrap.log)"
+    fi
 
-  # Make it look like the official image: same apt sources (main + updates + security) and apt
-  # settings, empty apt lists/caches, no host-specific files.
-  rm -f "$rootfs/etc/apt/sources.list"
-  cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
+    # Make it look like the official image: same apt sources (main + updates + security) and apt
+    # settings, empty apt lists/caches, no host-specific files.
+    rm -f "$rootfs/etc/apt/sources.list"
+    cat >"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
 Types: deb
 URIs: $mirror
-Suites: $SUITE $SUITE-updates
+Suites: $SUITE${updates:+ $SUITE-updates}
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+EOF
+    if [ -n "$updates" ]; then
+      cat >>"$rootfs/etc/apt/sources.list.d/debian.sources" <<EOF
 
 Types: deb
 URIs: $security
@@ -194,28 +199,33 @@ Suites: $SUITE-security
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 EOF
-  cat >"$rootfs/etc/apt/apt.conf.d/docker-clean" <<'EOF'
+    fi
+    cat >"$rootfs/etc/apt/apt.conf.d/docker-clean" <<'EOF'
 DPkg::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
 APT::Update::Post-Invoke { "rm -f /var/cache/apt/archives/*.deb /var/cache/apt/archives/partial/*.deb /var/cache/apt/*.bin || true"; };
 Dir::Cache::pkgcache "";
 Dir::Cache::srcpkgcache "";
 EOF
-  echo 'Acquire::Languages "none";' >"$rootfs/etc/apt/apt.conf.d/docker-no-languages"
-  find "$rootfs/var/lib/apt/lists" "$rootfs/var/cache/apt" -type f -delete
-  rm -rf "${rootfs:?}"/dev/* "$rootfs/etc/hostname" "$rootfs/etc/resolv.conf" "$rootfs"/var/log/*.log \
-    "$rootfs/debootstrap"
-  : >"$rootfs/etc/resolv.conf"
+    echo 'Acquire::Languages "none";' >"$rootfs/etc/apt/apt.conf.d/docker-no-languages"
+    # sid's Release file is valid for a week only: a mirror that lags behind it (or one frozen in
+    # time) would make every apt-get update fail. Signatures are still checked.
+    [ -n "$updates" ] || echo 'Acquire::Check-Valid-Until "false";' >"$rootfs/etc/apt/apt.conf.d/docker-valid-until"
+    find "$rootfs/var/lib/apt/lists" "$rootfs/var/cache/apt" -type f -delete
+    rm -rf "${rootfs:?}"/dev/* "$rootfs/etc/hostname" "$rootfs/etc/resolv.conf" "$rootfs"/var/log/*.log \
+      "$rootfs/debootstrap"
+    : >"$rootfs/etc/resolv.conf"
 
-  tar --numeric-owner -C "$rootfs" -c . |
-    docker import \
-      --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      --change 'CMD ["bash"]' \
-      - "$IMAGE" >/dev/null
-  cleanup
-  trap - EXIT
-  say "image $IMAGE: built ($(docker image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}'))"
+    tar --numeric-owner -C "$rootfs" -c . |
+      docker import \
+        --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+        --change 'CMD ["bash"]' \
+        - "$IMAGE" >/dev/null
+    cleanup
+    trap - EXIT
+    say "image $IMAGE: built ($(docker image inspect --format '{{.Size}}' "$IMAGE" | awk '{printf "%.0f MB", $1 / 1e6}'))"
+  fi
 }
 
 for suite in $SUITES; do
-  build_suite "$suite"
+  build_suite_image "$suite"
 done

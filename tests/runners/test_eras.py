@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from runners import EnvSpec, FolderTree, GitTree, LocalSandbox, Outcome, PytestTool, cause_line, detect_env
-from runners.buildtools import BuildResult, Choice
+from runners.buildtools import BuildChoice, BuildResult
 from runners.revisions import BuiltRevision, prepare_revision
 from runners.venvs import MARKER, UNDATED, VENVS_ENV
 from tests.gitrepo import GitRepo
@@ -54,8 +54,8 @@ def _build_then_run(
     return built, {result.test: str(result.outcome) for result in run.results}
 
 
-def _choices(choices: Sequence[Choice]) -> dict[str, tuple[str, str]]:
-    return {choice.what: (choice.value, choice.why) for choice in choices}
+def _choices(choices: Sequence[BuildChoice]) -> dict[str, tuple[str, str]]:
+    return {choice.name: (choice.value, choice.why) for choice in choices}
 
 
 def _old_build(repo: GitRepo, label: str, root: Path, spec: EnvSpec) -> BuildResult:

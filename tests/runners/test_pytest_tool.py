@@ -172,8 +172,18 @@ def test_the_environment_key_follows_the_date_and_the_index_settings(
 
 
 def test_pip_and_the_test_tools_are_pinned_per_python() -> None:
-    assert [pip_pin(v) for v in ("3.6", "3.7", "3.8", "3.9", "3.13")] == ["21.3.1", "24.0", "25.0.1", "26.0.1", "26.0.1"]
-    assert [dates_installs(v) for v in ("3.8.18", "3.9.2", "3.11 in coevo-base:python3.11-x")] == [False, True, True]
+    assert [pip_pin(v) for v in ("3.6", "3.7", "3.8", "3.9", "3.13")] == [
+        "21.3.1",
+        "24.0",
+        "25.0.1",
+        "26.0.1",
+        "26.0.1",
+    ]
+    assert [dates_installs(v) for v in ("3.8.18", "3.9.2", "3.11 in coevo-base:python3.11-x")] == [
+        False,
+        True,
+        True,
+    ]
     assert test_tools("3.6.15") == {"pytest": "7.0.1", "coverage": "6.2"}
     assert test_tools("3.12") == test_tools("3.8") == {"pytest": "8.3.5", "coverage": "7.6.1"}
 

@@ -1,6 +1,12 @@
-"""The strict-success rule, on mutation results built by hand (nothing runs)."""
+"""The strict-success rule, on mutation results built by hand, and the gold check that calibrates it."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from sqlmodel import select
 
 from runners.mutation import Mutant, MutationResult
 from runners.success import strict_success
@@ -49,3 +55,66 @@ def test_mutants_that_could_not_be_measured_prove_nothing() -> None:
     # What was measured before time ran out still counts.
     partial = MutationResult((_mutant("KILLED", TEST),), "3 mutants not run: out of time", complete=False)
     assert strict_success(True, TEST, partial)
+
+
+def test_detection_the_developers_own_method_does_not_show_is_not_asked() -> None:
+    """Rule 5: where the gold detects no focal mutant (a new warnings.warn call, which no operator
+    mutates), a success is strict; where it does, the agent's method must detect one too."""
+    survived = MutationResult((_mutant("SURVIVED"), _mutant("SURVIVED")))
+    assert strict_success(True, TEST, survived, asked=False)
+    assert not strict_success(True, TEST, survived, asked=True)
+    assert not strict_success(False, TEST, survived, asked=False)  # still a success first
+
+
+def test_the_gold_check_measures_what_the_gold_detects(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real task whose change only adds a deprecation warning: the gold checks the warning and
+    kills none of the function's mutants, so detection is not asked of agents on it (click had
+    one such task): an agent that checks the warning its own way succeeds strictly, as the gold."""
+    import miner
+    from curation import CurateRequest, curate
+    from runners.agents import Agent
+    from runners.scoring import ScoreOptions, score
+    from tasks import AgentRun, GoldCheck, Task, open_store
+    from tests.gitrepo import GitRepo
+
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    old = "def area(width, height):\n    if width < 0:\n        return 0\n    return width * height\n"
+    new = old.replace(
+        "def area(width, height):\n",
+        "def area(width, height):\n    warnings.warn('area is deprecated', DeprecationWarning)\n",
+    )
+    test = "import pytest\n\nfrom shapes import area\n\n\ndef test_area():\n    assert area(2, 3) == 6\n"
+    repo = GitRepo(tmp_path / "warns")
+    repo.commit("area", "2026-02-01T10:00:00+00:00", {
+        "requirements.txt": "# pytest only\n", "shapes.py": old, "tests/test_shapes.py": test,
+    })  # fmt: skip
+    repo.commit("deprecate area", "2026-02-02T10:00:00+00:00", {
+        "shapes.py": "import warnings\n\n\n" + new,
+        "tests/test_shapes.py": test
+        + "\n\ndef test_area_warns():\n    with pytest.warns(DeprecationWarning):\n        area(2, 3)\n",
+    })  # fmt: skip
+    db = tmp_path / "c.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
+    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
+    with open_store(db).session() as session:
+        (task,) = session.exec(select(Task)).all()
+    assert task.test_ids == ["tests/test_shapes.py::test_area_warns"]
+    mine = tmp_path / "mine.py"
+    mine.write_text(
+        "import pathlib, sys\npath = pathlib.Path(sys.argv[1])\npath.write_text(path.read_text() + "
+        "'\\n\\ndef test_area_warns():\\n    with pytest.deprecated_call():\\n        area(1, 1)\\n')\n"
+    )
+    options = ScoreOptions(backend="local", test_timeout=120, trust_host=True)
+    for agent in (Agent("gold"), Agent("mine", f"{sys.executable} {mine} {{test_file}}")):
+        assert score(open_store(db), agent, options=options).errors == {}
+    with open_store(db).session() as session:
+        (check,) = session.exec(select(GoldCheck)).all()
+        runs = {r.agent: r for r in session.exec(select(AgentRun)).all()}
+    assert check.ok and check.undetecting == ["tests/test_shapes.py::test_area_warns"]
+    assert runs["gold"].mutation_on_pass == 0.0 and runs["gold"].strict_success_rate == 1.0, runs[
+        "gold"
+    ].mutants
+    assert (runs["mine"].success_rate, runs["mine"].strict_success_rate) == (1.0, 1.0), runs["mine"].outcomes

@@ -9,7 +9,10 @@ import pytest
 from runners import FolderTree, detect_env
 from runners.testdeps import DeclaredInstall, declared_test_installs, pip_arguments, plugin_needs
 
-SETUP = "from setuptools import setup\nsetup(name='p', extras_require={'testing': ['mock'], 'docs': ['sphinx']})\n"
+SETUP = (
+    "from setuptools import setup\n"
+    "setup(name='p', extras_require={'testing': ['mock'], 'docs': ['sphinx']})\n"
+)
 
 
 def _tree(root: Path, files: dict[str, str]) -> FolderTree:
@@ -59,15 +62,18 @@ commands = flake8
             ],
         ),
         (
-            {"setup.cfg": "[tox:tox]\nenvlist = py39\n[testenv:tests]\ndeps = hypothesis\n[testenv]\ndeps = black\n"},
+            {"setup.cfg": "[tox:tox]\nenvlist = py39\n[testenv:tests]\ndeps = hypothesis\n"
+                          "[testenv]\ndeps = black\n"},
             [DeclaredInstall(("hypothesis",), "setup.cfg [testenv:tests] deps")],
         ),
         (
             {"pyproject.toml": '[tool.tox]\nlegacy_tox_ini = """\n[testenv]\ndeps = pytest-mock\n"""\n'},
-            [DeclaredInstall(("pytest-mock",), "pyproject.toml [tool.tox] legacy_tox_ini [testenv] deps")],
+            [DeclaredInstall(("pytest-mock",),
+                             "pyproject.toml [tool.tox] legacy_tox_ini [testenv] deps")],
         ),
         (
-            {"pyproject.toml": '[tool.tox.env_run_base]\ndeps = ["pytest-xdist", "-r requirements/test.txt"]\n'
+            {"pyproject.toml": '[tool.tox.env_run_base]\n'
+                               'deps = ["pytest-xdist", "-r requirements/test.txt"]\n'
                                'extras = ["testing"]\n'},
             [DeclaredInstall(("pytest-xdist", "-r", "requirements/test.txt"),
                              "pyproject.toml [tool.tox] env_run_base deps", ("testing",))],
@@ -169,11 +175,15 @@ def test_pip_arguments_keep_requirements_and_files_and_drop_the_rest() -> None:
     ("files", "needs"),
     [
         ({"pytest.ini": "[pytest]\naddopts = --asyncio-mode=strict -n auto -p no:cacheprovider\n"},
-         [("pytest-asyncio", "pytest.ini addopts --asyncio-mode=strict"), ("pytest-xdist", "pytest.ini addopts -n")]),
-        ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["--cov=p", "-pxdist"]\nasyncio_mode = "auto"\n'},
-         [("pytest-cov", "pyproject.toml addopts --cov=p"), ("pytest-xdist", "pyproject.toml addopts -p xdist"),
+         [("pytest-asyncio", "pytest.ini addopts --asyncio-mode=strict"),
+          ("pytest-xdist", "pytest.ini addopts -n")]),
+        ({"pyproject.toml": '[tool.pytest.ini_options]\naddopts = ["--cov=p", "-pxdist"]\n'
+                            'asyncio_mode = "auto"\n'},
+         [("pytest-cov", "pyproject.toml addopts --cov=p"),
+          ("pytest-xdist", "pyproject.toml addopts -p xdist"),
           ("pytest-asyncio", "pyproject.toml asyncio_mode")]),
-        ({"tox.ini": "[pytest]\naddopts = --timeout=30 -ra\n"}, [("pytest-timeout", "tox.ini addopts --timeout=30")]),
+        ({"tox.ini": "[pytest]\naddopts = --timeout=30 -ra\n"},
+         [("pytest-timeout", "tox.ini addopts --timeout=30")]),
         ({"setup.cfg": "[tool:pytest]\nDJANGO_SETTINGS_MODULE = app.settings\n"},
          [("pytest-django", "setup.cfg django_settings_module")]),
         ({"pytest.ini": "[pytest]\naddopts = -ra --strict-markers --no-such-option\n"}, []),
