@@ -133,6 +133,11 @@ class EnvSpec:
     packages_before: str | None = None
     """Python: pip installs only releases uploaded before this instant (``--uploaded-prior-to``,
     ISO 8601 UTC): the start of the revision's commit day. None: today's releases."""
+    pins: tuple[str, ...] = ()
+    """Python: the environment recorded when the revision was curated (``name==version`` of every
+    distribution, and ``python==3.9.18`` for the interpreter): a venv is rebuilt from these pins, not
+    from the loose requirements, so a task scored later runs against what it was curated with.
+    Empty: resolve afresh (as of ``packages_before``)."""
     python_declared: tuple[str, ...] = ()
     """Python: the minor versions the revision declares it runs on, oldest first (none: it names none)."""
     python_declared_by: str = field(default="", compare=False)
@@ -181,7 +186,13 @@ def commit_date(repo: Path, revision: str) -> datetime | None:
 
 def resolve_python(spec: EnvSpec, present: Iterable[str], where: str) -> EnvSpec:
     """``spec`` with the Python to use among the ``present`` minor versions (pyenv's, the base
-    images'), chosen by :func:`~runners.pythons.choose_python`; the reason is its last note."""
+    images'), chosen by :func:`~runners.pythons.choose_python`; the reason is its last note. A task's
+    recorded interpreter (``python==`` among its pins) comes first when it is present."""
+    recorded = next((pin.removeprefix("python==") for pin in spec.pins if pin.startswith("python==")), "")
+    minor = ".".join(recorded.split(".")[:2])
+    if minor and minor in set(present):
+        why = f"python {minor} ({where}): recorded with the task (python {recorded})"
+        return dataclasses.replace(spec, language_version=minor, notes=(*spec.notes, why))
     declared = Declared(spec.python_declared, spec.python_declared_by)
     version, why = choose_python(declared, day_of(spec.packages_before), present, where)
     return dataclasses.replace(spec, language_version=version, notes=(*spec.notes, why))

@@ -146,16 +146,20 @@ def prepare_revision(
     base_images: Mapping[str, str] | None = None,
     timeout: float = 1800,
     test_files: Sequence[str] = (),
+    pins: Sequence[str] = (),
 ) -> BuiltRevision:
     """The revision exported and built (once, whoever asks first), or why it could not be.
 
     In a multi-module Maven project only the modules holding ``test_files`` are built, with
     what they need: other modules (integration tests, samples) often need more than
-    ``test-compile`` gives them.
+    ``test-compile`` gives them. ``pins`` (Python) is a task's recorded environment: the
+    revision is built from it (a build that already holds exactly it is kept as it is).
     """
     try:
         spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
         spec = focus_modules(spec, test_files)
+        if pins and spec.language == "python":
+            spec = dataclasses.replace(spec, pins=tuple(pins))
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
         spec = environment.spec  # with what the backend chose (a Python among its own)
@@ -168,7 +172,7 @@ def prepare_revision(
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
-        if _layout(outcome) != _LAYOUT:
+        if _layout(outcome) != _LAYOUT or not _holds(outcome, spec.pins):
             shutil.rmtree(worktree, ignore_errors=True)
             shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
             try:
@@ -191,11 +195,14 @@ def prepare_revision(
                 "layout": _LAYOUT,
                 "choices": [dataclasses.asdict(choice) for choice in built.choices],
                 "installed": list(built.installed),
+                "pins": list(spec.pins),
             }
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps(record))
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
+    if spec.pins and recorded.get("pins") != list(spec.pins):
+        spec = dataclasses.replace(spec, pins=())  # built afresh and resolved to exactly the pins: kept
     status = "ok" if recorded["ok"] else "failed"
     choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices") or ())
     return BuiltRevision(
@@ -243,6 +250,18 @@ def _layout(outcome: Path) -> int | None:
         return int(json.loads(outcome.read_text()).get("layout", 1))
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+def _holds(outcome: Path, pins: tuple[str, ...]) -> bool:
+    """Whether a recorded build has the environment ``pins`` ask for: built from them, or resolved
+    to exactly them (the build a task was curated from)."""
+    if not pins:
+        return True
+    try:
+        recorded = json.loads(outcome.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and list(pins) in (recorded.get("pins"), recorded.get("installed"))
 
 
 def _build(environment: Environment, spec: EnvSpec, worktree: Path, timeout: float) -> BuildResult:

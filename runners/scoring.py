@@ -543,10 +543,13 @@ def score_task(
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
     repo_path = Path(repo.path)
 
+    # The environment recorded when the task was curated, so a score means the same thing later.
+    pins = tuple((task.env_spec or {}).get("pins") or ())
+
     def built(sha: str) -> BuiltRevision:
         return prepare_revision(
             root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
-            options.base_images, options.build_timeout, [task.test_file],
+            options.base_images, options.build_timeout, [task.test_file], pins,
         )  # fmt: skip
 
     new = built(task.rev2)

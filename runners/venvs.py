@@ -70,7 +70,7 @@ DEFAULT_INSTALL_TIMEOUT = 1800.0
 MARKER = "coevo-ready.json"
 """Written last into a finished venv; a venv folder without it is rebuilt."""
 
-_LAYOUT = "2"
+_LAYOUT = "3"
 """Bumped when the way venvs are built changes, so old ones are not reused (2: dated installs,
 pinned pip and test tools)."""
 UNDATED = ".undated"
@@ -88,7 +88,24 @@ _TEST_TOOLS = (
 """coevo's pins of the test tools it runs, by the oldest Python each serves (a newer one takes the last)."""
 _TOOL_MINIMUM = {"pytest": "4.6", "coverage": "5.0"}
 """The oldest project-installed versions coevo's pytest plugin and coverage reader work with."""
-_INDEX_SETTINGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS")
+_RESOLUTION_SETTINGS = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_PRE",
+    "PIP_ONLY_BINARY",
+    "PIP_NO_BINARY",
+    "PIP_UPLOADED_PRIOR_TO",
+)
+"""The host's environment variables that change what pip resolves: part of every venv's key (a
+constraint file's content too), and passed to pip."""
+_SEEDED = frozenset({"pip", "setuptools", "wheel", "distribute", "pkg-resources"})
+"""What ``python -m venv`` puts in a venv (its versions differ by interpreter build, and Debian
+adds a ``pkg-resources==0.0.0``): left out of the recorded environment, as ``pip freeze`` does."""
+PINS_FILE = "coevo-pins.txt"
+"""The constraints file a venv rebuilt from recorded pins installs with (beside the staged copy)."""
 _NETWORK_TROUBLE = (
     "Retrying (Retry(",
     "NewConnectionError",
@@ -111,6 +128,11 @@ _PIP_PASSTHROUGH = (
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",
     "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_PRE",
+    "PIP_ONLY_BINARY",
+    "PIP_NO_BINARY",
     "PIP_DEFAULT_TIMEOUT",
     "REQUESTS_CA_BUNDLE",
     "SSL_CERT_FILE",
@@ -160,11 +182,16 @@ class VenvBuild:
     """Every distribution in the venv, ``name==version``, sorted."""
     note: str = ""
     """A substitute interpreter, when the one asked for is not here."""
+    pinned: int = 0
+    """How many recorded versions it was rebuilt from (:attr:`~runners.envspec.EnvSpec.pins`)."""
 
     def choices(self) -> tuple[BuildChoice, ...]:
         """The record as :class:`~runners.buildtools.BuildChoice` lines (interpreter first)."""
         found: list[BuildChoice] = []
-        if self.packages_before:
+        if self.pinned:
+            why = f"{self.pinned} versions recorded when it was curated (pip install -c {PINS_FILE})"
+            found.append(BuildChoice("dependencies", "as recorded", why))
+        elif self.packages_before:
             found.append(BuildChoice("dependencies", f"as of {self.packages_before}",
                                 f"pip {self.pip} --uploaded-prior-to {self.packages_before}"))  # fmt: skip
         elif self.retry:
@@ -308,8 +335,13 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
     add("pip", pip_pin(version), *(f"{tool}=={pin}" for tool, pin in sorted(test_tools(version).items())))
     if spec.packages_before:
         add("packages-before", spec.packages_before)
-    for name in _INDEX_SETTINGS:
+    if spec.pins:
+        add("pins", *spec.pins)
+    for name in _RESOLUTION_SETTINGS:
         add(name, os.environ.get(name, ""))
+    for path in os.environ.get("PIP_CONSTRAINT", "").split():
+        with contextlib.suppress(OSError):
+            add("constraint", path, hashlib.sha256(Path(path).read_bytes()).digest())
     for args in spec.install:
         add("install", *args)
     for path in sorted(_named_files(spec.install, tree)):
@@ -435,6 +467,9 @@ def prepare_venv(
     sandbox sees it (a container's own); by default the host's closest to the spec's version.
     """
     found = python or locate_python(spec.language_version)
+    if spec.pins:
+        # The recorded versions decide; a date could only refuse one uploaded after it (a retry's).
+        spec = dataclasses.replace(spec, packages_before=None)
     asked = spec.packages_before
     undated_because = ""
     if asked and not dates_installs(found.version):
@@ -510,6 +545,7 @@ def _ensure(
         tools=tuple((name, str(v[0]), str(v[1])) for name, v in sorted(tools.items())),
         installed=tuple(marker.get("installed") or ()),
         note=str(marker.get("note", "")),
+        pinned=len(spec.pins),
     )
 
 
@@ -588,8 +624,9 @@ def _build(
         shutil.copytree(worktree, copy, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
         with sandbox.writable((venv, staging)) as installer:
             tools = _install(venv, spec, found, copy, installer, deadline)
-            _strip_local_projects(venv, copy)
+            local = _strip_local_projects(venv, copy)
             installed = _installed(venv, installer, deadline)
+            interpreter = _python_version(venv, installer, deadline) or found.version
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     marker = {
@@ -600,7 +637,10 @@ def _build(
         "packages_before": spec.packages_before,
         "install": [list(args) for args in spec.install],
         "tools": tools,
-        "installed": [f"{name}=={version}" for name, version in sorted(installed.items())],
+        "installed": sorted(
+            [f"{name}=={version}" for name, version in installed.items() if name not in _SEEDED | local]
+            + [f"python=={interpreter}"]
+        ),
         "built": time.time(),
     }
     # The installs ran the project's code with the venv writable: write nothing through a link it left.
@@ -623,6 +663,10 @@ def _install(
     pip = pip_pin(found.version)
     _pip(sandbox, [python, "-m", "pip", "install", f"pip=={pip}"], env, str(copy), deadline, f"pip=={pip}")
     dated = ["--uploaded-prior-to", spec.packages_before] if spec.packages_before else []
+    if spec.pins:
+        pins = copy.parent / PINS_FILE
+        pins.write_text("".join(f"{pin}\n" for pin in spec.pins if not pin.startswith("python==")))
+        dated = ["-c", str(pins)]
     for args in spec.install:
         argv = [python, "-m", "pip", "install", *dated, *_without_editable(args)]
         _pip(sandbox, argv, env, str(copy), deadline, " ".join(args))
@@ -638,7 +682,9 @@ def _install(
             tools[tool] = (pin, f"coevo's pin for Python {minor}")
             missing.append(f"{tool}=={pin}")
     if missing:
-        _pip(sandbox, [python, "-m", "pip", "install", *missing], env, str(copy), deadline, " ".join(missing))
+        pinned = dated if spec.pins else []
+        argv = [python, "-m", "pip", "install", *pinned, *missing]
+        _pip(sandbox, argv, env, str(copy), deadline, " ".join(missing))
     return tools
 
 
@@ -662,8 +708,20 @@ def _installed(venv: Path, sandbox: Sandbox, deadline: float) -> dict[str, str]:
     found: dict[str, str] = {}
     for entry in listed if isinstance(listed, list) else []:
         if isinstance(entry, dict) and "name" in entry and "version" in entry:
-            found[re.sub(r"[-_.]+", "-", str(entry["name"])).lower()] = str(entry["version"])
+            found[_normalized(str(entry["name"]))] = str(entry["version"])
     return found
+
+
+def _python_version(venv: Path, sandbox: Sandbox, deadline: float) -> str | None:
+    """The venv interpreter's full version (``3.9.2``): a base image names only its minor."""
+    argv = [str(venv_python(venv)), "-c", "import platform; print(platform.python_version())"]
+    result = sandbox.exec(argv, timeout=_left(deadline))
+    return result.stdout.strip() or None if result.ok else None
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _at_least(version: str, minimum: str) -> bool:
@@ -731,9 +789,11 @@ def _project_name(project: Path) -> str | None:
     return None
 
 
-def _strip_local_projects(venv: Path, copy: Path) -> None:
-    """Removes the modules of distributions installed from ``copy``, keeping their metadata."""
+def _strip_local_projects(venv: Path, copy: Path) -> frozenset[str]:
+    """Removes the modules of distributions installed from ``copy``, keeping their metadata; returns
+    their names (normalized): the revision's own, not part of its resolved environment."""
     resolved_copy = copy.resolve()
+    local: set[str] = set()
     for site in venv.glob("lib/python*/site-packages"):
         if not _inside(site, venv.resolve()):  # a link the install left, out of this venv
             continue
@@ -746,16 +806,19 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
             if parsed.scheme != "file" or not _inside(Path(unquote(parsed.path)), resolved_copy):
                 continue
             _strip_distribution(site, direct_url.parent)
+            local.add(_normalized(direct_url.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0]))
         # Legacy editable installs (setup.py develop) leave .egg-link files and easy-install.pth lines.
         for link in site.glob("*.egg-link"):
             target = (link.read_text().splitlines() or [""])[0].strip()
             if target and _inside(Path(target), resolved_copy):
                 link.unlink()
+                local.add(_normalized(link.stem))
         easy_install = read_beneath(site, "easy-install.pth")
         if easy_install is not None:
             lines = easy_install.decode(errors="replace").splitlines()
             kept = [line for line in lines if not _inside(Path(line.strip()), resolved_copy)]
             write_beneath(site, "easy-install.pth", ("\n".join(kept) + "\n").encode())
+    return frozenset(local)
 
 
 def _strip_distribution(site: Path, dist_info: Path) -> None:

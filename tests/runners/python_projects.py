@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -212,4 +213,77 @@ def ticker_history(path: Path) -> GitRepo:
             "tests/test_ticker.py": TICKER_TEST,
         },
     )
+    return repo
+
+
+# --- A local package index ----------------------------------------------------------------------
+
+HALVES_DEPENDENCY = "coevo-halves"
+"""A distribution only the test's wheel folder has (PyPI has no such name)."""
+
+
+def write_wheel(folder: Path, version: str, module: str) -> Path:
+    """A pure-Python wheel of :data:`HALVES_DEPENDENCY` ``version`` whose module ``halves`` is
+    ``module``: what a folder index (``PIP_FIND_LINKS``) serves, with no upload time."""
+    folder.mkdir(parents=True, exist_ok=True)
+    dist_info = f"coevo_halves-{version}.dist-info"
+    files = {
+        "halves/__init__.py": module,
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {HALVES_DEPENDENCY}\nVersion: {version}\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: coevo-tests\nRoot-Is-Purelib: true\n"
+        "Tag: py3-none-any\n",
+    }
+    record = "".join(f"{name},,\n" for name in [*files, f"{dist_info}/RECORD"])
+    path = folder / f"coevo_halves-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for name, text in {**files, f"{dist_info}/RECORD": record}.items():
+            wheel.writestr(name, text)
+    return path
+
+
+HALVES_1 = "def half(x):\n    return x / 2\n"
+HALVES_2 = "def halved(x):\n    return x / 2\n"
+"""2.0 renamed ``half``: a breaking release made after the project's commits."""
+
+SPLIT_V1 = """\
+from halves import half
+
+
+def halve(x):
+    return half(x)
+"""
+SPLIT_V2 = (
+    SPLIT_V1
+    + """
+
+def quarter(x):
+    return half(half(x))
+"""
+)
+SPLIT_TEST_V1 = """\
+from split import halve
+
+
+def test_halve():
+    assert halve(4) == 2
+"""
+SPLIT_TEST_V2 = (
+    SPLIT_TEST_V1.replace("import halve", "import halve, quarter")
+    + """
+
+def test_quarter():
+    assert quarter(8) == 2
+"""
+)
+
+
+def split_history(path: Path) -> GitRepo:
+    """A project of May 2024 that needs :data:`HALVES_DEPENDENCY` unpinned and adds ``quarter``
+    with its test (a test-generation task) in its second commit."""
+    repo = GitRepo(path)
+    requirements = {"requirements.txt": f"{HALVES_DEPENDENCY}\n"}
+    repo.commit("halve", "2024-05-01T10:00:00+00:00", {**requirements, "split.py": SPLIT_V1,
+                                                       "tests/test_split.py": SPLIT_TEST_V1})  # fmt: skip
+    repo.commit("quarter", "2024-05-02T10:00:00+00:00", {"split.py": SPLIT_V2,
+                                                         "tests/test_split.py": SPLIT_TEST_V2})  # fmt: skip
     return repo
