@@ -14,7 +14,7 @@ the dated install fails, it is tried once more with today's releases: that venv 
 without the date, and the reason is kept beside the dated key (``<key>.undated``), so the
 revision's later runs, and other revisions with the same inputs, go straight to it. The test
 tools coevo itself runs (pytest, coverage) come from the project when it installs recent
-enough ones, else at versions pinned per Python (:func:`test_tools`), never from the date.
+enough ones, else at versions pinned per Python (:func:`tool_pins`), never from the date.
 
 Sharing a venv across worktrees rules out the editable install an EnvSpec asks for
 (``-e .[test]`` would point at one worktree). So the venv holds the project's
@@ -300,7 +300,7 @@ def dates_installs(python_version: str) -> bool:
     return pip_pin(python_version) == DATING_PIP
 
 
-def test_tools(python_version: str) -> dict[str, str]:
+def tool_pins(python_version: str) -> dict[str, str]:
     """coevo's pins of pytest and coverage for ``python_version``: versions that support it."""
     wanted = minor_key(python_version)
     chosen = _TEST_TOOLS[0][1]
@@ -332,7 +332,7 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
 
     add("layout", _LAYOUT, "python", python)
     version = _version_of(python)
-    add("pip", pip_pin(version), *(f"{tool}=={pin}" for tool, pin in sorted(test_tools(version).items())))
+    add("pip", pip_pin(version), *(f"{tool}=={pin}" for tool, pin in sorted(tool_pins(version).items())))
     if spec.packages_before:
         add("packages-before", spec.packages_before)
     if spec.pins:
@@ -674,7 +674,7 @@ def _install(
     tools: dict[str, tuple[str, str]] = {}
     missing: list[str] = []
     minor = ".".join(map(str, minor_key(found.version)))
-    for tool, pin in test_tools(found.version).items():
+    for tool, pin in tool_pins(found.version).items():
         have = present.get(tool)
         if have is not None and _at_least(have, _TOOL_MINIMUM[tool]):
             tools[tool] = (have, "the project's")

@@ -220,7 +220,7 @@ def test_the_backend_chooses_among_its_own_pythons_and_says_why(tmp_path: Path) 
     assert docker.language_version == "3.9"
     assert docker.notes[-1] == (
         "python 3.9 (Docker): the newest released before 2022-03-01 of 3.6-3.14"
-        " (setup.py python_requires '>=3.6')"
+        " (setup.py python_requires '>=3.6'); 3.10 is not here"
     )
     assert resolve_python(spec, {"3.6", "3.7", "3.10", "3.11"}, "host").language_version == "3.10"
     # None of the declared versions here: the closest to what it asks for.

@@ -31,7 +31,7 @@ from runners.venvs import (
     import_paths,
     locate_python,
     pip_pin,
-    test_tools,
+    tool_pins,
     venv_for,
     venv_note,
 )
@@ -168,7 +168,20 @@ def test_the_environment_key_follows_the_date_and_the_index_settings(
     later = dataclasses.replace(spec, packages_before="2021-06-16T00:00:00Z")
     assert environment_key(later, FolderTree(root), "python 3.11.2") != key
     monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
-    assert environment_key(dated, FolderTree(root), "python 3.11.2") != key
+    mirrored = environment_key(dated, FolderTree(root), "python 3.11.2")
+    assert mirrored != key
+    # A constraint file changes what resolves: its name and its content are part of the key.
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("six==1.16.0\n")
+    monkeypatch.setenv("PIP_CONSTRAINT", str(constraints))
+    constrained = environment_key(dated, FolderTree(root), "python 3.11.2")
+    constraints.write_text("six==1.15.0\n")
+    assert len({mirrored, constrained, environment_key(dated, FolderTree(root), "python 3.11.2")}) == 3
+    # A task's recorded environment is a venv of its own.
+    pinned = dataclasses.replace(spec, pins=("python==3.11.2", "six==1.16.0"))
+    assert environment_key(pinned, FolderTree(root), "python 3.11.2") != environment_key(
+        spec, FolderTree(root), "python 3.11.2"
+    )
 
 
 def test_pip_and_the_test_tools_are_pinned_per_python() -> None:
@@ -184,8 +197,8 @@ def test_pip_and_the_test_tools_are_pinned_per_python() -> None:
         True,
         True,
     ]
-    assert test_tools("3.6.15") == {"pytest": "7.0.1", "coverage": "6.2"}
-    assert test_tools("3.12") == test_tools("3.8") == {"pytest": "8.3.5", "coverage": "7.6.1"}
+    assert tool_pins("3.6.15") == {"pytest": "7.0.1", "coverage": "6.2"}
+    assert tool_pins("3.12") == tool_pins("3.8") == {"pytest": "8.3.5", "coverage": "7.6.1"}
 
 
 def test_a_dated_install_is_retried_only_for_the_revisions_own_reasons() -> None:
