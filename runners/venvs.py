@@ -3,8 +3,14 @@
 A venv is keyed by :func:`environment_key`: the interpreter, the pip install arguments,
 the content of the files those arguments name (requirements files, and the
 ``pyproject.toml``/``setup.cfg``/``setup.py`` of local projects), the day the dependencies
-are taken as of, coevo's pins and the host's index settings. Revisions whose dependencies did
-not change reuse the venv; any change builds a new one.
+are taken as of, a task's recorded pins, coevo's own pins and the host's settings that change
+what pip resolves (``PIP_INDEX_URL``, ``PIP_CONSTRAINT`` and its content…). Revisions whose
+dependencies did not change reuse the venv; any change builds a new one.
+
+What a build resolved is recorded (:attr:`VenvBuild.installed`: ``name==version`` of every
+distribution but the venv's seeds and the revision's own, and ``python==X.Y.Z``); a spec that
+carries those as :attr:`~runners.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
+with ``pip install -c``, undated: a release made since changes nothing.
 
 Revisions are built as of their time: pip installs only what was uploaded before the
 revision's commit day (``--uploaded-prior-to``, :attr:`~runners.envspec.EnvSpec.packages_before`),
