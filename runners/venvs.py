@@ -185,14 +185,16 @@ class VenvBuild:
     tools: tuple[tuple[str, str, str], ...] = ()
     """(tool, version, where it came from): pytest and coverage."""
     installed: tuple[str, ...] = ()
-    """Every distribution in the venv, ``name==version``, sorted."""
+    """What the build resolved, sorted: ``name==version`` of every distribution but the venv's seeds
+    (pip, setuptools…) and the revision's own, and ``python==X.Y.Z``."""
     note: str = ""
     """A substitute interpreter, when the one asked for is not here."""
     pinned: int = 0
     """How many recorded versions it was rebuilt from (:attr:`~runners.envspec.EnvSpec.pins`)."""
 
     def choices(self) -> tuple[BuildChoice, ...]:
-        """The record as :class:`~runners.buildtools.BuildChoice` lines (interpreter first)."""
+        """The record as :class:`~runners.buildtools.BuildChoice` lines: dependencies (and a retry),
+        then the test tools; the caller puts the interpreter first."""
         found: list[BuildChoice] = []
         if self.pinned:
             why = f"{self.pinned} versions recorded when it was curated (pip install -c {PINS_FILE})"
@@ -551,7 +553,7 @@ def _ensure(
         tools=tuple((name, str(v[0]), str(v[1])) for name, v in sorted(tools.items())),
         installed=tuple(marker.get("installed") or ()),
         note=str(marker.get("note", "")),
-        pinned=len(spec.pins),
+        pinned=sum(not pin.startswith("python==") for pin in spec.pins),
     )
 
 

@@ -8,6 +8,7 @@ the versions recorded with the task keep the gold passing.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -63,3 +64,9 @@ def test_a_release_after_curation_does_not_change_the_score(
     # Built again from the pins (not reused): it holds 1.0, not the 2.0 the index now offers.
     markers = [p.read_text() for p in (tmp_path / "scoring-venvs").glob("*/coevo-ready.json")]
     assert markers and all(f'"{HALVES_DEPENDENCY}==1.0"' in marker for marker in markers)
+    records = [json.loads(p.read_text()) for p in (tmp_path / "scoring-work").glob("*/*/build.json")]
+    assert len(records) == 2  # rev2, and rev1 for the generation task's old-code cell
+    for record in records:
+        chosen = {choice["name"]: choice for choice in record["choices"]}
+        assert chosen["dependencies"]["value"] == "as recorded"
+        assert chosen["python"]["why"].startswith("python 3.12 (host): recorded with the task (python 3.12.")
