@@ -476,6 +476,9 @@ def prepare_venv(
     """
     found = python or locate_python(spec.language_version)
     if spec.pins:
+        kept = _venv_holding(spec, found, worktree, timeout)
+        if kept is not None:
+            return kept
         # The recorded versions decide; a date could only refuse one uploaded after it (a retry's).
         spec = dataclasses.replace(spec, packages_before=None)
     asked = spec.packages_before
@@ -513,6 +516,23 @@ def prepare_venv(
             _write_atomic(root / f"{key}{UNDATED}", json.dumps({"reason": retry, "venv": today_key}).encode())
             return built
     return ensure(today_key, today, retry)
+
+
+def _venv_holding(spec: EnvSpec, found: FoundPython, worktree: Path, timeout: float) -> VenvBuild | None:
+    """The venv the pins were recorded from, when it is still here (the one curation built, dated
+    or retried without the date) and holds exactly them: it is the recorded environment, so a task
+    scored where it was curated builds nothing new."""
+    tree = FolderTree(worktree)
+    identity = f"{found.path} {found.version}"
+    root = venvs_root()
+    resolved = dataclasses.replace(spec, pins=())
+    for candidate in (resolved, dataclasses.replace(resolved, packages_before=None)):
+        key = environment_key(candidate, tree, identity)
+        if (root / key / MARKER).is_file() and _marker(root / key).get("installed") == list(spec.pins):
+            deadline = time.monotonic() + timeout
+            asked = spec.packages_before
+            return _ensure(root, key, spec, found, worktree, None, deadline, asked_before=asked)
+    return None
 
 
 def _ensure(
@@ -616,7 +636,8 @@ def import_paths(worktree: Path) -> tuple[Path, ...]:
 def pip_env() -> dict[str, str]:
     """The environment pip runs with: the host's index and certificate settings, no prompts."""
     env = {name: os.environ[name] for name in _PIP_PASSTHROUGH if name in os.environ}
-    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PYTHONNOUSERSITE="1")
+    # An empty PYTHONPATH is none: the host's must not add distributions to what pip sees.
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PYTHONNOUSERSITE="1", PYTHONPATH="")
     return env
 
 
