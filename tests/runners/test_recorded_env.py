@@ -18,6 +18,7 @@ import miner
 from coevo.cli import main
 from curation import CurateRequest, curate
 from runners.scoring import leaderboard
+from runners.venvs import MARKER
 from tasks import CuratedPair, Task, Track, open_store
 from tests.runners.python_projects import HALVES_1, HALVES_2, HALVES_DEPENDENCY, split_history, write_wheel
 
@@ -49,11 +50,16 @@ def test_a_release_after_curation_does_not_change_the_score(
     assert rev2["dependencies"]["value"] == "as of 2024-05-02T00:00:00Z"
     assert rev2["python"]["value"].startswith("3.12.")
 
+    # Scored where it was curated: the venvs curation built hold exactly the pins, no new one.
+    venvs = sorted((tmp_path / "curation-venvs").glob(f"*/{MARKER}"))
+    assert main(["score", "--agent", "gold", "--backend", "local", "--db", str(db)]) == 0
+    assert sorted((tmp_path / "curation-venvs").glob(f"*/{MARKER}")) == venvs
+
     # Later, elsewhere (no built revision, no venv to reuse), the index has a breaking release.
     write_wheel(wheels, "2.0", HALVES_2)
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "scoring-work"))
     monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "scoring-venvs"))
-    assert main(["score", "--agent", "gold", "--backend", "local", "--db", str(db)]) == 0
+    assert main(["score", "--agent", "gold", "--redo", "--backend", "local", "--db", str(db)]) == 0
     [gold] = leaderboard(open_store(db))
     assert (gold.agent, gold.pass_rate, gold.success_rate, gold.harness_fail_rate) == (
         "gold",
