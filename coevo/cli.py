@@ -825,6 +825,8 @@ def env_show(
     out.print(f"build      {spec.build_tool}", highlight=False)
     if spec.modules:
         out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
+    if spec.packages_before:
+        out.print(f"packages   uploaded before {spec.packages_before}", highlight=False)
     for args in spec.install:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:

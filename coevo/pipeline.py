@@ -18,9 +18,10 @@ from miner import MineRequest, NotARepository, Progress, detect_language, local_
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
 from runners.buildtools import BuildChoice
+from runners.environment import base_images as configured_base_images
 from runners.environment import build_revision, image_plan, jdk_plan, prepare_environment
-from runners.envspec import maven_build_files
-from runners.images import ImagePlan, deps_image_plan
+from runners.envspec import commit_date, maven_build_files, resolve_python
+from runners.images import ImagePlan, deps_image_plan, docker_pythons
 from runners.jdk import NoSuitableJdk
 from runners.maven import maven_choice
 from runners.scratch import temporary_dir
@@ -101,8 +102,11 @@ def environment_of(
     base_images: Mapping[str, str] | None = None,
 ) -> tuple[str, EnvSpec, list[ImagePlan], list[tuple[str, BuildChoice]]]:
     """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built), and
-    what each backend would build it with, and why (``docker``/``local``, a choice)."""
+    what each backend would build it with, and why (``docker``/``local``, a choice); a Python spec
+    with the interpreter Docker would give it."""
     path, sha, spec = _revision_env(target, language)
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(configured_base_images(base_images)), "Docker")
     if spec.language != "java":
         return sha, spec, [image_plan(spec, base_images)], []
     tree = GitTree(path, sha)
@@ -131,7 +135,7 @@ def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
         raise CoevoError(f"{location} has no revision {revision!r}") from None
     if language == "auto":
         language = detect_language(path, sha)
-    return path, sha, detect_env(GitTree(path, sha), language)
+    return path, sha, detect_env(GitTree(path, sha), language, commit_date(path, sha))
 
 
 @dataclass(frozen=True)
@@ -164,6 +168,7 @@ def build_and_test(
     path, sha, spec = _revision_env(target, language)
     build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
     environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
+    spec = environment.spec  # with the interpreter the backend chose
     remove_dead_leftovers(docker=environment.backend == "docker")
     with temporary_dir("coevo-worktree-") as tmp:
         worktree = export_revision(path, sha, Path(tmp) / "work")

@@ -27,7 +27,7 @@ from tasks import CoevoError
 from .buildtools import BuildResult, BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls
+from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_JDKS,
@@ -37,6 +37,7 @@ from .images import (
     base_image_plan,
     build_image,
     deps_image_plan,
+    docker_pythons,
     host_ca_bundle,
     image_jdk_home,
     image_tools_java,
@@ -46,7 +47,7 @@ from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
-from .venvs import FoundPython, pip_urls, venvs_root
+from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
@@ -239,7 +240,9 @@ def prepare_environment(
     ``build_files`` (:func:`~runners.envspec.maven_build_files`) add a deps image over the
     Java base image; ``build_args`` are the repository's own Maven arguments. Java builds with
     ``jdk`` (a recorded plan, a retry's), else the JDK of the revision's era (:func:`jdk_plan`);
-    raises :class:`~runners.jdk.NoSuitableJdk` when that JDK cannot be had.
+    raises :class:`~runners.jdk.NoSuitableJdk` when that JDK cannot be had. A Python spec gets
+    its interpreter chosen among the backend's (pyenv's on the host, the base images' in
+    Docker): the environment's spec says which, and why in its last note.
     """
     backend = resolve_backend(backend)
 
@@ -251,9 +254,16 @@ def prepare_environment(
             local = jdk or jdk_plan(spec, "local")
             tool = MavenTool(jdk=_installed_jdk(local.feature), plan=local, maven_args=build_args)
             return Environment("local", spec, tool, jdk=local, remake=remake), True
+        if spec.language == "python":
+            present = host_pythons()
+            if not present:
+                raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
+            spec = resolve_python(spec, present, "host")
         return Environment("local", spec, get_build_tool(spec.build_tool)), True
     if spec.language not in ("java", "python"):
         raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(base_images(from_images)), "Docker")
     java = (jdk or jdk_plan(spec, "docker")) if spec.language == "java" else None
     plan = image_plan(spec, from_images, java.feature if java else None)
     client = docker_client()

@@ -54,6 +54,10 @@ IMAGE_JDKS_SOURCE = "in coevo's images"
 _TOOLS_JRE = {8: 17}
 """A second Java the image of an older JDK gets for coevo's tools: PIT runs on Java 11 or later."""
 assert IMAGE_JDKS == ERA_JDKS
+DEBIAN_PYTHONS = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+"""The Python each Debian suite reachable here packages, so each era's Python has a base image
+(``debian:<suite>-slim``, built locally by ``coevo env setup``). sid's change under us, and
+buster left the mirror."""
 
 _templates = jinja2.Environment(
     loader=jinja2.PackageLoader("runners", "templates"),
@@ -152,8 +156,13 @@ def base_image_plan(
         }
         template, key = "java.Dockerfile.j2", f"java{jdk}"
     elif spec.language == "python":
-        python = _DEBIAN_PYTHON if from_image == DEFAULT_FROM else spec.language_version
-        if python != spec.language_version:
+        python = spec.language_version
+        if spec.base in (from_images or {}):
+            pass  # the configured image provides this Python
+        elif python in DEBIAN_PYTHONS:
+            from_image = f"debian:{DEBIAN_PYTHONS[python]}-slim"
+        else:
+            python = _DEBIAN_PYTHON
             notes.append(f"python {spec.language_version} runs on Python {python} (Debian bookworm's)")
         values = {"python": python}
         template, key = "python.Dockerfile.j2", f"python{python}"
@@ -164,6 +173,12 @@ def base_image_plan(
     )
     tag = f"coevo-base:{key}-{_content_hash(dockerfile, context, files)}"
     return ImagePlan(tag, key, dockerfile, tuple(context), tuple(notes), tuple(files))
+
+
+def docker_pythons(from_images: Mapping[str, str] | None = None) -> set[str]:
+    """The Pythons base images provide: each Debian suite's, and those of configured ``python3.X`` images."""
+    configured = {key.removeprefix("python") for key in (from_images or {}) if key.startswith("python3.")}
+    return set(DEBIAN_PYTHONS) | configured
 
 
 def deps_image_plan(

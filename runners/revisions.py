@@ -32,16 +32,16 @@ from tasks import CoevoError, InfrastructureError, MissingToolchain
 
 from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, build_revision, prepare_environment
-from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
 from .jdk import JdkPlan, recorded_plan
 from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
-_LAYOUT = 3
+_LAYOUT = 4
 """Bumped when what a built revision folder holds changes (2: its own Maven repository; 3: built
-with the JDK of its era, recorded), so older builds, whose classpaths name other paths or that
-another JDK made, are built again."""
+with the JDK of its era, or (Python) as of its date, the build's choices recorded; 4: both, and
+what it resolved), so older builds are built again."""
 
 
 def work_root() -> Path:
@@ -149,6 +149,7 @@ def prepare_revision(
     timeout: float = 1800,
     test_files: Sequence[str] = (),
     build_record: Sequence[BuildChoice] = (),
+    pins: Sequence[str] = (),
 ) -> BuiltRevision:
     """The revision exported and built (once, whoever asks first), or why it could not be.
 
@@ -158,13 +159,18 @@ def prepare_revision(
     once more with it (:func:`~runners.environment.build_revision`); which JDK built it is
     recorded, and the revision's tests run with that one. A ``build_record`` (a task's,
     from its curation) names the JDK and levels to build with instead of choosing them again: a
-    build made otherwise is made again with those.
+    build made otherwise is made again with those. ``pins`` (Python) is a task's recorded
+    environment: the revision is built from it (a build that already holds exactly it is kept).
     """
     jdk = recorded_plan(build_record)
     try:
-        spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
+        spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
+        spec = focus_modules(spec, test_files)
+        if pins and spec.language == "python":
+            spec = dataclasses.replace(spec, pins=tuple(pins))
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
+        spec = environment.spec  # with what the backend chose (a Python among its own)
     except InfrastructureError:
         raise  # coevo's own failure: nothing about the revision is recorded
     except CoevoError as exc:
@@ -174,7 +180,7 @@ def prepare_revision(
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
-        if _layout(outcome) != _LAYOUT or not _built_with(outcome, jdk):
+        if _layout(outcome) != _LAYOUT or not _built_with(outcome, jdk) or not _holds(outcome, spec.pins):
             shutil.rmtree(worktree, ignore_errors=True)
             shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
 
@@ -203,6 +209,7 @@ def prepare_revision(
                 "choices": [dataclasses.asdict(choice) for choice in built.choices],
                 "jdk": environment.jdk.as_json() if environment.jdk is not None else None,
                 "installed": list(built.installed),
+                "pins": list(spec.pins),
             }
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps(record))
@@ -214,12 +221,14 @@ def prepare_revision(
         raise
     except CoevoError as exc:  # the JDK that built it is gone from this host
         return BuiltRevision(sha, "env_failed", str(exc), spec, environment, None, image)
+    if spec.pins and recorded.get("pins") != list(spec.pins):
+        spec = dataclasses.replace(spec, pins=())  # built afresh and resolved to exactly the pins: kept
     status = "ok" if recorded["ok"] else "failed"
-    choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices", ()))
+    choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices") or ())
     image = environment.image.tag if environment.image else None
     return BuiltRevision(
         sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices,
-        tuple(recorded.get("installed", ())),
+        tuple(recorded.get("installed") or ()),
     )  # fmt: skip
 
 
@@ -278,6 +287,18 @@ def _layout(outcome: Path) -> int | None:
         return int(json.loads(outcome.read_text()).get("layout", 1))
     except (OSError, ValueError, TypeError, AttributeError):
         return None
+
+
+def _holds(outcome: Path, pins: tuple[str, ...]) -> bool:
+    """Whether a recorded build has the environment ``pins`` ask for: built from them, or resolved
+    to exactly them (the build a task was curated from)."""
+    if not pins:
+        return True
+    try:
+        recorded = json.loads(outcome.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and list(pins) in (recorded.get("pins"), recorded.get("installed"))
 
 
 @contextlib.contextmanager

@@ -545,12 +545,15 @@ def score_task(
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
     repo_path = Path(repo.path)
 
+    # The environment recorded when the task was curated, so a score means the same thing later.
+    pins = tuple((task.env_spec or {}).get("pins") or ())
+
     def built(sha: str, name: str) -> BuiltRevision:
         record = (task.build_records or {}).get(name, ())
         return prepare_revision(
             root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
             options.base_images, options.build_timeout, [task.test_file],
-            [BuildChoice(**choice) for choice in record],
+            [BuildChoice(**choice) for choice in record], pins,
         )  # fmt: skip
 
     new = built(task.rev2, "rev2")

@@ -333,6 +333,9 @@ class CuratedPair(SQLModel, table=True):
     """What each built revision's build resolved, ``rev1``/``rev2`` → sorted strings (Java: the JDK's
     and Maven's versions, every dependency's ``group:artifact:version``)."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    builds: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """What each revision's build chose and why: ``{"rev1": [{"what", "value", "why"}, …], "rev2":
+    …}`` (interpreter, dependencies' date, a retry without it, test tools)."""
     image: str | None = None
     backend: str = ""
     seconds: float = 0.0

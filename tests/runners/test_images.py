@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 
 from runners import EnvSpec
 from runners.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, docker_client, remove_leftovers
-from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan
+from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan, docker_pythons
 from runners.jdk import NoSuitableJdk
 from runners.scratch import remove_dead_scratch
 from tasks import Owner
@@ -94,6 +95,24 @@ def test_python_plan_without_ca_and_with_a_configured_base() -> None:
     custom = base_image_plan(PYTHON, from_images={"python3.11": "registry.local/debian:12"})
     assert "FROM registry.local/debian:12" in custom.dockerfile
     assert custom.tag != plan.tag
+
+
+def test_each_era_python_starts_from_the_debian_suite_that_packages_it() -> None:
+    assert docker_pythons() == {"3.9", "3.11", "3.13"}
+    assert docker_pythons({"python3.12": "registry.local/py:3.12", "java21": "x"}) == {
+        "3.9",
+        "3.11",
+        "3.12",
+        "3.13",
+    }
+    for version, suite in (("3.9", "bullseye"), ("3.11", "bookworm"), ("3.13", "trixie")):
+        plan = base_image_plan(dataclasses.replace(PYTHON, language_version=version))
+        assert plan.tag.startswith(f"coevo-base:python{version}-") and plan.notes == ()
+        assert f"FROM debian:{suite}-slim" in plan.dockerfile
+        assert f"python{version} python{version}-venv" in plan.dockerfile
+    unpackaged = base_image_plan(dataclasses.replace(PYTHON, language_version="3.10"))
+    assert "FROM debian:bookworm-slim" in unpackaged.dockerfile
+    assert unpackaged.notes == ("python 3.10 runs on Python 3.11 (Debian bookworm's)",)
 
 
 def test_deps_plan_is_keyed_by_the_build_files_and_arguments() -> None:
