@@ -807,7 +807,7 @@ def env_show(
 
     Example: coevo env show ./my-repo@v1.2.0
     """
-    sha, spec, images = environment_of(target, language, maven_args, _base_images(base_images))
+    sha, spec, images, choices = environment_of(target, language, maven_args, _base_images(base_images))
     if as_json:
         payload = {
             "revision": sha,
@@ -815,20 +815,24 @@ def env_show(
             "images": [
                 {"tag": plan.tag, "dockerfile": plan.dockerfile, "script": plan.script} for plan in images
             ],
+            "choices": [{"backend": backend, **dataclasses.asdict(choice)} for backend, choice in choices],
         }
         click.echo(json.dumps(payload, indent=2))
         return
+    key = images[0].key if images else spec.base
     out.print(f"revision   {sha}", highlight=False)
-    out.print(
-        f"language   {spec.language} {spec.language_version} (base image key {spec.base})", highlight=False
-    )
+    out.print(f"language   {spec.language} {spec.language_version} (base image key {key})", highlight=False)
     out.print(f"build      {spec.build_tool}", highlight=False)
     if spec.modules:
         out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
+    if spec.packages_before:
+        out.print(f"packages   uploaded before {spec.packages_before}", highlight=False)
     for args in spec.install:
         out.print(f"install    pip install {' '.join(args)}", highlight=False)
     for note in spec.notes:
         out.print(f"found      {note}", highlight=False)
+    for backend, choice in choices:
+        out.print(f"chosen     {backend:<7} {_choice(choice)}", highlight=False)
     for plan in images:
         out.print(f"\nimage      {plan.tag}", highlight=False)
         for note in plan.notes:
@@ -917,6 +921,8 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
         out.print(f"build      {built}", highlight=False)
         for choice in run.build.choices:
             out.print(f"chosen     {_choice(choice)}", highlight=False)
+        if run.build.installed:
+            out.print(f"installed  {_visible(' '.join(run.build.installed))}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
             out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)

@@ -7,6 +7,7 @@ as they are built.
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,9 +17,13 @@ from curation import CurateProgress, CurateReport, CurateRequest, curate
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
-from runners.environment import image_plan, prepare_environment
-from runners.envspec import maven_build_files
-from runners.images import ImagePlan, deps_image_plan
+from runners.buildtools import BuildChoice
+from runners.environment import base_images as configured_base_images
+from runners.environment import build_revision, image_plan, jdk_plan, prepare_environment
+from runners.envspec import commit_date, maven_build_files, resolve_python
+from runners.images import ImagePlan, deps_image_plan, docker_pythons
+from runners.jdk import NoSuitableJdk
+from runners.maven import maven_choice
 from runners.scratch import temporary_dir
 from runners.worktree import export_revision
 from tasks import CoevoError, MiningRun, Repository, Store
@@ -95,13 +100,30 @@ def environment_of(
     language: str = "auto",
     build_args: Sequence[str] = (),
     base_images: Mapping[str, str] | None = None,
-) -> tuple[str, EnvSpec, list[ImagePlan]]:
-    """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built)."""
+) -> tuple[str, EnvSpec, list[ImagePlan], list[tuple[str, BuildChoice]]]:
+    """The full commit id, EnvSpec and image plans of ``REPO@REV`` (rendered, nothing built), and
+    what each backend would build it with, and why (``docker``/``local``, a choice); a Python spec
+    with the interpreter Docker would give it."""
     path, sha, spec = _revision_env(target, language)
-    base = image_plan(spec, base_images)
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(configured_base_images(base_images)), "Docker")
     if spec.language != "java":
-        return sha, spec, [base]
-    return sha, spec, [base, deps_image_plan(base, maven_build_files(GitTree(path, sha), spec), build_args)]
+        return sha, spec, [image_plan(spec, base_images)], []
+    tree = GitTree(path, sha)
+    maven = maven_choice(spec, tree.read(".mvn/wrapper/maven-wrapper.properties"))
+    choices: list[tuple[str, BuildChoice]] = []
+    for backend in ("docker", "local"):
+        try:
+            choices += [(backend, choice) for choice in (*jdk_plan(spec, backend).choices(), maven)]
+        except NoSuitableJdk as exc:
+            choices.append((backend, BuildChoice("jdk", "none", str(exc))))
+    try:
+        plan = jdk_plan(spec, "docker")
+    except NoSuitableJdk:
+        return sha, spec, [], choices
+    base = image_plan(spec, base_images, plan.feature)
+    deps = deps_image_plan(base, maven_build_files(tree, spec), [*plan.maven_args(), *build_args])
+    return sha, spec, [base, deps], choices
 
 
 def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
@@ -113,7 +135,7 @@ def _revision_env(target: str, language: str) -> tuple[Path, str, EnvSpec]:
         raise CoevoError(f"{location} has no revision {revision!r}") from None
     if language == "auto":
         language = detect_language(path, sha)
-    return path, sha, detect_env(GitTree(path, sha), language)
+    return path, sha, detect_env(GitTree(path, sha), language, commit_date(path, sha))
 
 
 @dataclass(frozen=True)
@@ -146,15 +168,17 @@ def build_and_test(
     path, sha, spec = _revision_env(target, language)
     build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
     environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
-    image = environment.image.tag if environment.image else None
+    spec = environment.spec  # with the interpreter the backend chose
     remove_dead_leftovers(docker=environment.backend == "docker")
     with temporary_dir("coevo-worktree-") as tmp:
         worktree = export_revision(path, sha, Path(tmp) / "work")
-        builder = environment.builder(worktree)
-        try:
-            built = environment.tool.build(builder, spec, timeout)
-        finally:
-            builder.close()
+
+        def fresh_worktree() -> None:
+            shutil.rmtree(worktree)
+            export_revision(path, sha, worktree)
+
+        environment, built = build_revision(environment, worktree, timeout, fresh_worktree)
+        image = environment.image.tag if environment.image else None
         run = EnvironmentRun(sha, spec, environment.backend, image, cached, built)
         if not built.ok or not tests:
             return run

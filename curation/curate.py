@@ -706,6 +706,17 @@ def task_id(repository: str, rev1: str, rev2: str, test_file: str, track: str) -
     return f"{track[:3]}-{digest[:16]}"
 
 
+def _recorded_spec(rev2: BuiltRevision | None) -> dict[str, Any] | None:
+    """rev2's EnvSpec as stored with the pair and its tasks: a Python one with its resolved
+    environment as pins, which scoring and re-validation rebuild it from."""
+    if rev2 is None or rev2.spec is None:
+        return None
+    spec = rev2.spec
+    if spec.language == "python" and rev2.status == "ok" and rev2.installed:
+        spec = dataclasses.replace(spec, pins=rev2.installed)
+    return dataclasses.asdict(spec)
+
+
 def _write(
     session: Any,
     repo: Repository,
@@ -717,7 +728,7 @@ def _write(
     seconds: float,
 ) -> None:
     rev1, rev2 = built["rev1"], built["rev2"]
-    spec = dataclasses.asdict(rev2.spec) if rev2 is not None and rev2.spec is not None else None
+    spec = _recorded_spec(rev2)
     image = rev2.image if rev2 is not None else None
     messages = [in_context(name, b.message) for name, b in built.items() if b is not None and b.message]
     records = {
@@ -725,6 +736,7 @@ def _write(
         for name, b in built.items()
         if b is not None and b.choices
     }
+    installed = {name: list(b.installed) for name, b in built.items() if b is not None and b.installed}
     assert pair.id is not None
     # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
     # writes the new ones: a run that fails or is killed first leaves the old ones whole.
@@ -740,6 +752,7 @@ def _write(
             rev2_build=rev2.status if rev2 else "skipped",
             message=bounded("\n".join(messages), 2 * MESSAGE_LIMIT),
             build_records=records or None,
+            installed=installed or None,
             env_spec=spec,
             image=image,
             backend=request.backend,
@@ -786,6 +799,8 @@ def _write(
                 production_diff=pair.production_diff,
                 env_spec=spec,
                 image=image,
+                build_records=records or None,
+                installed=installed or None,
                 matrix={
                     m.candidate.test_method: {k: c.as_json() for k, c in m.cells.items()} for m in members
                 },

@@ -22,7 +22,7 @@ from .envspec import (
     detect_env,
 )
 from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
-from .jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from .jdk import Jdk, JdkPlan, NoSuitableJdk, choose_jdk, find_jdks
 from .leftovers import remove_dead_leftovers
 from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
 from .pytest_tool import PytestTool
@@ -52,6 +52,7 @@ __all__ = [
     "ImageBuildFailed",
     "ImagePlan",
     "Jdk",
+    "JdkPlan",
     "LauncherFailed",
     "LocalSandbox",
     "MavenTool",

@@ -18,31 +18,36 @@ network only through the egress proxy (:mod:`runners.egress`); test runs not at 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildTool, get_build_tool
+from .buildtools import BuildResult, BuildTool, get_build_tool
 from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls
+from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
     IMAGE_DEPS_REPO,
+    IMAGE_JDKS,
+    IMAGE_JDKS_SOURCE,
     IMAGE_PIT,
     ImagePlan,
     base_image_plan,
     build_image,
     deps_image_plan,
+    docker_pythons,
     host_ca_bundle,
+    image_jdk_home,
+    image_tools_java,
 )
-from .jdk import Jdk
+from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, retry_jdk
 from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
-from .venvs import FoundPython, pip_urls, venvs_root
+from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
 
 BACKENDS = ("auto", "docker", "local")
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
@@ -55,6 +60,37 @@ _IMAGE_SHARED_M2 = "/opt/coevo/shared-m2"
 
 class BackendUnsupported(CoevoError):
     """The chosen backend cannot run this kind of environment yet."""
+
+
+def build_revision(
+    environment: Environment, worktree: Path, timeout: float, fresh_worktree: Callable[[], None]
+) -> tuple[Environment, BuildResult]:
+    """Builds the revision in ``worktree``; when that fails in a way another JDK explains, once more
+    in a fresh worktree (``fresh_worktree`` makes it) with that JDK. Returns the environment that
+    made the last build, whose tests must run there, and that build (its choices say why).
+
+    Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK the build needs is not installed.
+    """
+    built = _build_once(environment, worktree, timeout)
+    again = environment.retry(built)
+    if again is None:
+        return environment, built
+    fresh_worktree()
+    return again, _build_once(again, worktree, timeout)
+
+
+def _build_once(environment: Environment, worktree: Path, timeout: float) -> BuildResult:
+    sandbox = environment.builder(worktree)
+    try:
+        return environment.tool.build(sandbox, environment.spec, timeout)
+    finally:
+        sandbox.close()
+
+
+def _plain_failure(built: BuildResult) -> bool:
+    """A build that ran to its end and failed: not timed out, nor killed from outside."""
+    log = built.log
+    return log is not None and not log.timed_out and log.exit_code not in (None, 137, 143)
 
 
 def revision_repository(worktree: Path) -> Path:
@@ -76,6 +112,26 @@ class Environment:
     """Mount the worktree at its host path: tools that share files by path (pytest's venvs) need it."""
     revision_repository: str | None = None
     """Where containers see the revision's own Maven repository (Java in Docker)."""
+    jdk: JdkPlan | None = None
+    """Java: the JDK it builds and runs with, and why."""
+    remake: Callable[[JdkPlan], Environment] | None = field(default=None, compare=False, repr=False)
+    """The same environment for another JDK plan (how a retry or a recorded build gets one)."""
+
+    def retry(self, built: BuildResult) -> Environment | None:
+        """Where to build once more after ``built`` failed here in a way another JDK explains
+        (:func:`~runners.jdk.retry_jdk`; the new plan says why); None when nothing does.
+
+        Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK that would do is not installed.
+        """
+        if built.ok or self.jdk is None or self.remake is None or not _plain_failure(built):
+            return None
+        assert built.log is not None
+        output = f"{built.log.stdout}\n{built.log.stderr}"
+        if self.image is not None:
+            plan = retry_jdk(self.jdk, self.spec, output, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
+        else:
+            plan = retry_jdk(self.jdk, self.spec, output, [jdk.feature for jdk in find_jdks()])
+        return None if plan is None else self.remake(plan)
 
     def sandbox(self, worktree: Path, repository: Path | None = None) -> Sandbox:
         """Where a built revision's tests run: no network, every cache and repository read-only.
@@ -145,8 +201,11 @@ def base_images(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     return found
 
 
-def image_plan(spec: EnvSpec, from_images: Mapping[str, str] | None = None) -> ImagePlan:
-    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tools."""
+def image_plan(
+    spec: EnvSpec, from_images: Mapping[str, str] | None = None, jdk: int | None = None
+) -> ImagePlan:
+    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tools; for Java, JDK
+    ``jdk`` (default: the one the spec's era asks for, :func:`jdk_plan`)."""
     if spec.language != "java":
         return base_image_plan(spec, base_images(from_images), ca_bundle=host_ca_bundle())
     jars = [tool_jar(name) for name in TOOLS]
@@ -156,7 +215,16 @@ def image_plan(spec: EnvSpec, from_images: Mapping[str, str] | None = None) -> I
         ca_bundle=host_ca_bundle(),
         tool_jars={path.name: path for path in jars},
         maven_archive=tool_jar("maven"),
+        jdk=jdk_plan(spec, "docker").feature if jdk is None else jdk,
     )
+
+
+def jdk_plan(spec: EnvSpec, backend: str) -> JdkPlan:
+    """The JDK a Java revision builds with on ``backend`` (``docker`` or ``local``), and why: among
+    coevo's images' JDKs in Docker, the installed ones on the host (:func:`~runners.jdk.plan_jdk`)."""
+    if backend == "docker":
+        return plan_jdk(spec, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
+    return plan_jdk(spec, [jdk.feature for jdk in find_jdks()])
 
 
 def prepare_environment(
@@ -165,20 +233,39 @@ def prepare_environment(
     build_files: Mapping[str, bytes] | None = None,
     build_args: Sequence[str] = (),
     from_images: Mapping[str, str] | None = None,
+    jdk: JdkPlan | None = None,
 ) -> tuple[Environment, bool]:
     """The environment for ``spec``, its images built (Docker), and whether they were all cached.
 
     ``build_files`` (:func:`~runners.envspec.maven_build_files`) add a deps image over the
-    Java base image; ``build_args`` are the repository's own Maven arguments.
+    Java base image; ``build_args`` are the repository's own Maven arguments. Java builds with
+    ``jdk`` (a recorded plan, a retry's), else the JDK of the revision's era (:func:`jdk_plan`);
+    raises :class:`~runners.jdk.NoSuitableJdk` when that JDK cannot be had. A Python spec gets
+    its interpreter chosen among the backend's (pyenv's on the host, the base images' in
+    Docker): the environment's spec says which, and why in its last note.
     """
     backend = resolve_backend(backend)
+
+    def remake(other: JdkPlan) -> Environment:
+        return prepare_environment(spec, backend, build_files, build_args, from_images, other)[0]
+
     if backend == "local":
         if spec.language == "java":
-            return Environment("local", spec, MavenTool(maven_args=build_args)), True
+            local = jdk or jdk_plan(spec, "local")
+            tool = MavenTool(jdk=_installed_jdk(local.feature), plan=local, maven_args=build_args)
+            return Environment("local", spec, tool, jdk=local, remake=remake), True
+        if spec.language == "python":
+            present = host_pythons()
+            if not present:
+                raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
+            spec = resolve_python(spec, present, "host")
         return Environment("local", spec, get_build_tool(spec.build_tool)), True
     if spec.language not in ("java", "python"):
         raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
-    plan = image_plan(spec, from_images)
+    if spec.language == "python":
+        spec = resolve_python(spec, docker_pythons(base_images(from_images)), "Docker")
+    java = (jdk or jdk_plan(spec, "docker")) if spec.language == "java" else None
+    plan = image_plan(spec, from_images, java.feature if java else None)
     client = docker_client()
     cached = build_image(client, plan)
     if spec.language == "python":
@@ -190,20 +277,33 @@ def prepare_environment(
         return Environment(
             "docker", spec, PytestTool(python=interpreter), plan, mounts, same_paths=True
         ), cached
+    assert java is not None
     if build_files:
-        plan = deps_image_plan(plan, build_files, build_args)
+        plan = deps_image_plan(plan, build_files, [*java.maven_args(), *build_args])
         egress = egress_policy("java", maven_repository_urls(build_files))
         cached = build_image(client, plan, egress) and cached
-    jdk_feature = int(plan.key.removeprefix("java"))
+    tools_java = image_tools_java(java.feature)
     maven = MavenTool(
         maven_repo=_IMAGE_M2,
         tool_path=lambda name: f"{_IMAGE_TOOLS}/{TOOLS[name].file_name}",
-        jdk=lambda release: Jdk(
-            home=Path(f"/usr/lib/jvm/java-{jdk_feature}-openjdk-amd64"), feature=jdk_feature
-        ),
+        jdk=Jdk(home=Path(image_jdk_home(java.feature)), feature=java.feature),
+        plan=java,
+        maven="mvn",
+        tools_jdk=Jdk(Path(image_jdk_home(tools_java)), tools_java) if tools_java else None,
         maven_args=build_args,
         repo_tail=",".join([IMAGE_DEPS_REPO, _IMAGE_SHARED_M2] if build_files else [_IMAGE_SHARED_M2]),
         pit_dir=IMAGE_PIT,
     )
     shared = (Mount(Path(maven_repository()), _IMAGE_SHARED_M2),)
-    return Environment("docker", spec, maven, plan, shared, revision_repository=_IMAGE_M2), cached
+    environment = Environment(
+        "docker", spec, maven, plan, shared, revision_repository=_IMAGE_M2, jdk=java, remake=remake
+    )
+    return environment, cached
+
+
+def _installed_jdk(feature: int) -> Jdk:
+    """The installed JDK ``feature`` (the oldest home of it)."""
+    for jdk in find_jdks():
+        if jdk.feature == feature:
+            return jdk
+    raise NoSuitableJdk(f"JDK {feature} is not installed; install it or list its home in ${JDKS_ENV}")

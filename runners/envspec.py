@@ -6,6 +6,7 @@ folder) and returns a pure value; nothing is built or run here.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import tomllib
@@ -14,17 +15,17 @@ from collections.abc import Iterable, Mapping
 from configparser import ConfigParser
 from configparser import Error as ConfigError
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
 from tasks import CoevoError
+
+from .pythons import RELEASES, Declared, choose_python, day_of, declared_pythons, packages_before
+from .testdeps import declared_test_installs, plugin_needs
 
 DEFAULT_JAVA = "17"
 DEFAULT_PYTHON = "3.11"
-# Python versions coevo can provide, most preferred first: Debian bookworm's own, then newer, then older.
-_PYTHON_PREFERENCE = ("3.11", "3.12", "3.13", "3.10", "3.9", "3.8")
 _TEST_EXTRAS = ("test", "tests", "testing", "dev")
 _REQUIREMENT_FILES = (
     "requirements.txt",
@@ -129,6 +130,22 @@ class EnvSpec:
     """pip install argument lists, in order (Python)."""
     build_modules: tuple[str, ...] = ()
     """When set, only these Maven modules and the modules they need are built (``-pl … -am``)."""
+    java_level: tuple[str, ...] = ()
+    """Java: the properties that carry the compiler level the poms declare, which coevo sets on the
+    command line to raise it when the JDK no longer compiles it; ``maven.compiler.release``
+    among them means the build asks for javac's ``--release`` (JDK 9 and later)."""
+    packages_before: str | None = None
+    """Python: pip installs only releases uploaded before this instant (``--uploaded-prior-to``,
+    ISO 8601 UTC): the start of the revision's commit day. None: today's releases."""
+    pins: tuple[str, ...] = ()
+    """Python: the environment recorded when the revision was curated (``name==version`` of every
+    distribution, and ``python==3.9.18`` for the interpreter): a venv is rebuilt from these pins, not
+    from the loose requirements, so a task scored later runs against what it was curated with.
+    Empty: resolve afresh (as of ``packages_before``)."""
+    python_declared: tuple[str, ...] = ()
+    """Python: the minor versions the revision declares it runs on, oldest first (none: it names none)."""
+    python_declared_by: str = field(default="", compare=False)
+    """Where the revision declares them (``setup.py python_requires '>=3.6'``)."""
     notes: tuple[str, ...] = field(default=(), compare=False)
     """How each value was found, for `coevo env show`."""
 
@@ -146,13 +163,43 @@ class EnvSpec:
         return best
 
 
-def detect_env(tree: TreeReader, language: str) -> EnvSpec:
-    """The EnvSpec of a revision for ``language`` (``java`` or ``python``)."""
+def detect_env(tree: TreeReader, language: str, committed: datetime | None = None) -> EnvSpec:
+    """The EnvSpec of a revision for ``language`` (``java`` or ``python``).
+
+    ``committed`` is the revision's committer date: a Python revision gets its dependencies as
+    of that day and the Python of its era (:mod:`runners.pythons`).
+    """
     if language == "java":
         return _detect_java(tree)
     if language == "python":
-        return _detect_python(tree)
+        return _detect_python(tree, committed)
     raise NoBuildFound(f"no environment detection for language {language!r}")
+
+
+def commit_date(repo: Path, revision: str) -> datetime | None:
+    """The committer date of ``revision`` (with its zone), or None when git cannot tell."""
+    result = subprocess.run(
+        ["git", "-C", str(repo), "show", "-s", "--format=%cI", revision],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    try:
+        return datetime.fromisoformat(result.stdout.strip()) if result.returncode == 0 else None
+    except ValueError:
+        return None
+
+
+def resolve_python(spec: EnvSpec, present: Iterable[str], where: str) -> EnvSpec:
+    """``spec`` with the Python to use among the ``present`` minor versions (pyenv's, the base
+    images'), chosen by :func:`~runners.pythons.choose_python`; the reason is its last note. A task's
+    recorded interpreter (``python==`` among its pins) comes first when it is present."""
+    recorded = next((pin.removeprefix("python==") for pin in spec.pins if pin.startswith("python==")), "")
+    minor = ".".join(recorded.split(".")[:2])
+    if minor and minor in set(present):
+        why = f"python {minor} ({where}): recorded with the task (python {recorded})"
+        return dataclasses.replace(spec, language_version=minor, notes=(*spec.notes, why))
+    declared = Declared(spec.python_declared, spec.python_declared_by)
+    version, why = choose_python(declared, day_of(spec.packages_before), present, where)
+    return dataclasses.replace(spec, language_version=version, notes=(*spec.notes, why))
 
 
 def maven_build_files(tree: TreeReader, spec: EnvSpec) -> dict[str, bytes]:
@@ -229,13 +276,16 @@ def _detect_java(tree: TreeReader) -> EnvSpec:
     build_tool = "maven-wrapper" if tree.exists("mvnw") else "maven"
     modules = tuple(_module_folders(tree, root))
     # One JDK serves every module, so it must reach the highest release any of them asks for.
-    releases = [_java_release(_pom_chain(tree, pom)) for pom in _module_poms(tree, modules)]
+    chains = [_pom_chain(tree, pom) for pom in _module_poms(tree, modules)]
+    releases = [_java_release(chain) for chain in chains]
     version, note = max(releases, key=lambda found: (found[1] != _DEFAULT_NOTE, int(found[0])))
+    level = tuple(dict.fromkeys(name for chain in chains for name in _java_level(chain)))
     return EnvSpec(
         language="java",
         language_version=version,
         build_tool=build_tool,
         modules=modules,
+        java_level=level,
         notes=(note, f"build: {build_tool}", f"modules: {', '.join(m or '.' for m in modules)}"),
     )
 
@@ -347,6 +397,25 @@ def _java_release(chain: list[_Pom]) -> tuple[str, str]:
     return DEFAULT_JAVA, _DEFAULT_NOTE
 
 
+_LEVEL_PROPERTIES = ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target")
+
+
+def _java_level(chain: list[_Pom]) -> tuple[str, ...]:
+    """The properties that set a pom chain's compiler level: ``maven.compiler.*`` (``release`` only
+    when the chain uses it) and the properties its compiler plugin's ``<release>``/``<source>``/
+    ``<target>`` name, except ``java.*`` ones, which are also the JVM's own system properties."""
+    properties = {key for pom in chain for key in pom.properties}
+    configured = {key: value for pom in reversed(chain) for key, value in pom.compiler.items()}
+    declared = any(key in properties for key in (*_LEVEL_PROPERTIES, "java.version")) or bool(configured)
+    if not declared:
+        return ()
+    uses_release = "release" in configured or "maven.compiler.release" in properties
+    names = [name for name in _LEVEL_PROPERTIES if uses_release or name != "maven.compiler.release"]
+    for value in configured.values():
+        names += [name for name in re.findall(r"\$\{([^}]+)\}", value) if not name.startswith("java.")]
+    return tuple(dict.fromkeys(names))
+
+
 def _resolve_properties(value: str, properties: dict[str, str], depth: int = 0) -> str:
     if depth > 10:
         return value
@@ -357,7 +426,7 @@ def _resolve_properties(value: str, properties: dict[str, str], depth: int = 0) 
 # --- Python -------------------------------------------------------------------------------------
 
 
-def _detect_python(tree: TreeReader) -> EnvSpec:
+def _detect_python(tree: TreeReader, committed: datetime | None) -> EnvSpec:
     notes: list[str] = []
     pyproject = _read_toml(tree, "pyproject.toml")
     setup_cfg = _read_cfg(tree, "setup.cfg")
@@ -367,26 +436,73 @@ def _detect_python(tree: TreeReader) -> EnvSpec:
     if not has_project and not requirements:
         raise NoBuildFound("no pyproject.toml, setup.py, setup.cfg or requirements file")
 
+    declared_installs = declared_test_installs(tree)
     install: list[tuple[str, ...]] = []
     if has_project:
-        extras = _test_extras(pyproject, setup_cfg, setup_py)
+        available = _extras(pyproject, setup_cfg, setup_py)
+        named = [e for d in declared_installs for e in d.extras if e in available]
+        extras = list(dict.fromkeys([*[e for e in _TEST_EXTRAS if e in available], *named]))
         target = f".[{','.join(extras)}]" if extras else "."
         install.append(("-e", target))
         notes.append(f"install: pip install -e {target}")
     for name in requirements:
         install.append(("-r", name))
         notes.append(f"install: pip install -r {name}")
-    install.append(("pytest", "coverage"))
+    for found in declared_installs:
+        args = _new_arguments(found.args, install)
+        if args:
+            install.append(args)
+            notes.append(f"install: pip install {' '.join(args)} ({found.origin})")
+    plugins = [(plugin, why) for plugin, why in plugin_needs(tree) if not _installs(install, plugin)]
+    if plugins:
+        install.append(tuple(plugin for plugin, _ in plugins))
+        notes += [f"install: {plugin} (pytest needs it for {why})" for plugin, why in plugins]
 
-    version, origin = _python_version(tree, pyproject, setup_cfg, setup_py)
-    notes.insert(0, f"python {version} from {origin}")
+    declared = _declared_pythons(tree, pyproject, setup_cfg, setup_py)
+    cutoff = packages_before(committed) if committed is not None else None
+    version, why = choose_python(declared, day_of(cutoff), RELEASES)
+    notes.insert(0, why)
+    if committed is not None and cutoff:
+        notes.insert(1, f"dependencies: as of {cutoff[:10]} (committed {committed.isoformat()})")
     return EnvSpec(
         language="python",
         language_version=version,
         build_tool="pip",
         install=tuple(install),
+        packages_before=cutoff,
+        python_declared=declared.versions,
+        python_declared_by=declared.origin,
         notes=tuple(notes),
     )
+
+
+def _new_arguments(args: tuple[str, ...], install: list[tuple[str, ...]]) -> tuple[str, ...]:
+    """``args`` without the requirement files and requirements already installed by ``install``."""
+    kept: list[str] = []
+    index = 0
+    while index < len(args):
+        word = args[index]
+        if word.startswith("-") and index + 1 < len(args):
+            pair = (word, args[index + 1])
+            if not any(group[i : i + 2] == pair for group in install for i in range(len(group) - 1)):
+                kept += pair
+            index += 2
+            continue
+        if not any(word in group for group in install):
+            kept.append(word)
+        index += 1
+    return tuple(kept)
+
+
+def _installs(install: list[tuple[str, ...]], distribution: str) -> bool:
+    """Whether a requirement of ``distribution`` is named outright in the install arguments."""
+    wanted = re.sub(r"[-_.]+", "-", distribution).lower()
+    for group in install:
+        for word in group:
+            name = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", word)
+            if name and re.sub(r"[-_.]+", "-", name.group(0)).lower() == wanted:
+                return True
+    return False
 
 
 def _read_toml(tree: TreeReader, path: str) -> dict | None:
@@ -411,7 +527,8 @@ def _read_cfg(tree: TreeReader, path: str) -> ConfigParser | None:
     return parser
 
 
-def _test_extras(pyproject: dict | None, setup_cfg: ConfigParser | None, setup_py: str) -> list[str]:
+def _extras(pyproject: dict | None, setup_cfg: ConfigParser | None, setup_py: str) -> set[str]:
+    """The extras the project defines."""
     available: set[str] = set()
     if pyproject:
         available |= set((pyproject.get("project", {}).get("optional-dependencies") or {}).keys())
@@ -420,16 +537,16 @@ def _test_extras(pyproject: dict | None, setup_cfg: ConfigParser | None, setup_p
     match = re.search(r"extras_require\s*=\s*\{([^}]*)\}", setup_py)
     if match:
         available |= set(re.findall(r"['\"]([\w.-]+)['\"]\s*:", match.group(1)))
-    return [extra for extra in _TEST_EXTRAS if extra in available]
+    return available
 
 
-def _python_version(
+def _declared_pythons(
     tree: TreeReader,
     pyproject: dict | None,
     setup_cfg: ConfigParser | None,
     setup_py: str,
-) -> tuple[str, str]:
-    """The preferred Python version the project allows, and where the constraint came from."""
+) -> Declared:
+    """The Pythons the project declares: its ``requires-python`` narrowed to the versions it lists."""
     requires: tuple[str, str] | None = None
     if pyproject and pyproject.get("project", {}).get("requires-python"):
         requires = (pyproject["project"]["requires-python"], "pyproject.toml requires-python")
@@ -437,21 +554,7 @@ def _python_version(
         requires = (setup_cfg.get("options", "python_requires"), "setup.cfg python_requires")
     elif match := re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", setup_py):
         requires = (match.group(1), "setup.py python_requires")
-    if requires is not None:
-        try:
-            spec = SpecifierSet(requires[0])
-        except InvalidSpecifier:
-            spec = None
-        if spec is not None:
-            for version in _PYTHON_PREFERENCE:
-                if spec.contains(f"{version}.0", prereleases=True) or spec.contains(f"{version}.99"):
-                    return version, f"{requires[1]} {requires[0]!r}"
-    listed = _listed_versions(tree, pyproject, setup_cfg, setup_py)
-    if listed:
-        for version in _PYTHON_PREFERENCE:
-            if version in listed[0]:
-                return version, listed[1]
-    return DEFAULT_PYTHON, "the default (the project names no version)"
+    return declared_pythons(requires, _listed_versions(tree, pyproject, setup_cfg, setup_py))
 
 
 def _listed_versions(

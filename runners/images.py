@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import shutil
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from tasks import InfrastructureError
 from .docker_sandbox import DockerSandbox
 from .egress import MAVEN_SETTINGS, EgressPolicy
 from .envspec import EnvSpec
+from .jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
 from .scratch import temporary_dir
 from .tools import PIT_JUNIT5_VERSION, PIT_VERSION
@@ -41,9 +43,21 @@ _DEPS_TIMEOUT = 3600.0
 IMAGE_PIT = "/opt/coevo/pit/lib"
 """PIT's command line and its dependencies, one jar each, in Java base images."""
 PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
-# What Debian bookworm packages: one JDK and one Python serve every older request.
-_DEBIAN_JDK = 17
+# What Debian bookworm packages: one Python serves every older request.
 _DEBIAN_PYTHON = "3.11"
+JDK_SUITES = {8: "sid", 11: "bullseye", 17: "bookworm", 21: "trixie", 25: "trixie"}
+"""The Debian suite whose ``openjdk-N-jdk-headless`` a Java base image installs, for each JDK of
+:data:`~runners.jdk.ERA_JDKS` (sid is the only suite that still packages JDK 8)."""
+IMAGE_JDKS = tuple(sorted(JDK_SUITES))
+IMAGE_JDKS_SOURCE = "in coevo's images"
+"""Where :func:`~runners.jdk.plan_jdk` says the JDKs of :data:`IMAGE_JDKS` are."""
+_TOOLS_JRE = {8: 17}
+"""A second Java the image of an older JDK gets for coevo's tools: PIT runs on Java 11 or later."""
+assert IMAGE_JDKS == ERA_JDKS
+DEBIAN_PYTHONS = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
+"""The Python each Debian suite reachable here packages, so each era's Python has a base image
+(``debian:<suite>-slim``, built locally by ``coevo env setup``). sid's change under us, and
+buster left the mirror."""
 
 _templates = jinja2.Environment(
     loader=jinja2.PackageLoader("runners", "templates"),
@@ -77,6 +91,16 @@ class ImagePlan:
     and committing it (a deps image): the script; ``dockerfile`` is then empty."""
 
 
+def image_jdk_home(feature: int) -> str:
+    """Where Debian installs JDK ``feature`` in a Java base image."""
+    return f"/usr/lib/jvm/java-{feature}-openjdk-amd64"
+
+
+def image_tools_java(feature: int) -> int | None:
+    """The Java a base image of JDK ``feature`` also has for PIT (at :func:`image_jdk_home`), if any."""
+    return _TOOLS_JRE.get(feature)
+
+
 def host_ca_bundle() -> Path | None:
     """The CA bundle the host trusts, if one is configured (``COEVO_CA_BUNDLE``, ``SSL_CERT_FILE``, …)."""
     for name in CA_ENV:
@@ -92,12 +116,15 @@ def base_image_plan(
     ca_bundle: Path | None = None,
     tool_jars: Mapping[str, Path] | None = None,
     maven_archive: Path | None = None,
+    jdk: int | None = None,
 ) -> ImagePlan:
     """The base image for a spec: OS, JDK and Maven or Python, the host's CAs and coevo's tools.
 
     ``from_images`` maps base keys (``java17``, ``python3.11``) to the image to start from
-    (Debian-based, since the template installs with apt); the default is ``debian:bookworm-slim``.
-    Java images get ``maven_archive`` (Maven's binary tar.gz; Debian's Maven when None), the
+    (Debian-based, since the template installs with apt); the default is ``debian:bookworm-slim``,
+    and for Java the suite of :data:`JDK_SUITES` that packages the JDK. Java images get JDK
+    ``jdk`` (default: the one :func:`~runners.jdk.plan_jdk` picks for the spec among
+    :data:`IMAGE_JDKS`), ``maven_archive`` (Maven's binary tar.gz; Debian's Maven when None), the
     ``tool_jars`` and PIT's command line with its dependencies.
     """
     from_image = (from_images or {}).get(spec.base, DEFAULT_FROM)
@@ -107,10 +134,14 @@ def base_image_plan(
         context.append(("ca-certificates.crt", ca_bundle))
     notes: list[str] = []
     if spec.language == "java":
-        requested = int(spec.language_version)
-        jdk = max(requested, _DEBIAN_JDK) if from_image == DEFAULT_FROM else requested
-        if jdk != requested:
-            notes.append(f"java {requested} is built with JDK {jdk} (Debian bookworm's), which targets it")
+        if jdk is None:
+            jdk = plan_jdk(spec, IMAGE_JDKS, IMAGE_JDKS_SOURCE).feature
+        if jdk not in JDK_SUITES:
+            listed = ", ".join(map(str, IMAGE_JDKS))
+            raise NoSuitableJdk(f"coevo's images provide JDK {listed}, not JDK {jdk}")
+        from_image = (from_images or {}).get(f"java{jdk}") or f"debian:{JDK_SUITES[jdk]}-slim"
+        if spec.language_version != str(jdk):
+            notes.append(f"java {spec.language_version} is built with JDK {jdk}")
         jars = dict(tool_jars or {})
         context += [(f"tools/{name}", path) for name, path in sorted(jars.items())]
         if maven_archive is not None:
@@ -118,14 +149,20 @@ def base_image_plan(
         files.append(("pit/pom.xml", _templates.get_template("pit-pom.xml.j2").render(**PIT).encode()))
         values: dict[str, Any] = {
             "jdk": jdk,
+            "tools_java": image_tools_java(jdk),
             "tool_jars": sorted(jars),
             "maven_archive": maven_archive is not None,
             "pit_dir": IMAGE_PIT,
         }
         template, key = "java.Dockerfile.j2", f"java{jdk}"
     elif spec.language == "python":
-        python = _DEBIAN_PYTHON if from_image == DEFAULT_FROM else spec.language_version
-        if python != spec.language_version:
+        python = spec.language_version
+        if spec.base in (from_images or {}):
+            pass  # the configured image provides this Python
+        elif python in DEBIAN_PYTHONS:
+            from_image = f"debian:{DEBIAN_PYTHONS[python]}-slim"
+        else:
+            python = _DEBIAN_PYTHON
             notes.append(f"python {spec.language_version} runs on Python {python} (Debian bookworm's)")
         values = {"python": python}
         template, key = "python.Dockerfile.j2", f"python{python}"
@@ -136,6 +173,12 @@ def base_image_plan(
     )
     tag = f"coevo-base:{key}-{_content_hash(dockerfile, context, files)}"
     return ImagePlan(tag, key, dockerfile, tuple(context), tuple(notes), tuple(files))
+
+
+def docker_pythons(from_images: Mapping[str, str] | None = None) -> set[str]:
+    """The Pythons base images provide: each Debian suite's, and those of configured ``python3.X`` images."""
+    configured = {key.removeprefix("python") for key in (from_images or {}) if key.startswith("python3.")}
+    return set(DEBIAN_PYTHONS) | configured
 
 
 def deps_image_plan(
@@ -191,6 +234,7 @@ def build_image(client: Any, plan: ImagePlan, egress: EgressPolicy | None = None
     if plan.script:
         _run_and_commit(client, plan, egress)
         return False
+    _require_base(client, plan.dockerfile)
     with temporary_dir("coevo-image-") as tmp:
         root = Path(tmp)
         (root / "Dockerfile").write_text(plan.dockerfile)
@@ -207,6 +251,23 @@ def build_image(client: Any, plan: ImagePlan, egress: EgressPolicy | None = None
             last = next((line for line in reversed(lines) if line), str(exc))
             raise ImageBuildFailed(f"building {plan.tag} failed: {last}") from None
     return False
+
+
+def _require_base(client: Any, dockerfile: str) -> None:
+    """A Debian image coevo builds locally (``coevo env setup``) must be there: no registry is
+    asked for it, which where none is reachable would fail slowly and say nothing useful."""
+    from docker.errors import ImageNotFound
+
+    match = re.search(r"^FROM (debian:[\w.-]+-slim)\s*$", dockerfile, re.MULTILINE)
+    if match is None:
+        return
+    try:
+        client.images.get(match.group(1))
+    except ImageNotFound:
+        raise ImageBuildFailed(
+            f"{match.group(1)} is not on this Docker host: run `coevo env setup` as root, which builds "
+            "it with debootstrap"
+        ) from None
 
 
 def _run_and_commit(client: Any, plan: ImagePlan, egress: EgressPolicy | None) -> None:

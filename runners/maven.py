@@ -11,6 +11,7 @@ engine), with the JaCoCo agent per test when coverage is asked for.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import posixpath
 import re
@@ -22,13 +23,13 @@ from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildResult, Coverage, TestRun, build_tool
+from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
-from .jdk import Jdk, choose_jdk
+from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
 from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
 from .results import Outcome, TestResult, bounded, in_context, parse_junit_xml, without_roots
 from .sandbox import ExecResult, Sandbox
-from .tools import tool_jar
+from .tools import MAVEN_VERSION, maven_home, tool_jar
 
 M2_ENV = "COEVO_M2"
 """The shared local Maven repository; ``~/.m2/repository`` when unset."""
@@ -101,16 +102,17 @@ def build_command(
     extra_args: Sequence[str] = (),
     wrapper_properties: bytes | None = None,
     repo_tail: str | None = None,
+    maven: str = "mvn",
 ) -> list[str]:
     """The one Maven run that compiles every module and writes each one's test classpath.
 
     ``extra_args`` are a repository's own overrides (``-DjdkVersion=1.8``), put before the
     goals. ``wrapper_properties`` is ``.mvn/wrapper/maven-wrapper.properties``, which says
-    whether the project's wrapper is recent enough to use. ``repo_tail`` is a read-only
-    repository searched after ``maven_repo`` (a deps image's; Maven 3.9 and later).
+    whether the project's wrapper is recent enough to use; else ``maven`` runs. ``repo_tail``
+    is a read-only repository searched after ``maven_repo`` (a deps image's; Maven 3.9 and later).
     """
     return [
-        *_maven_executable(spec, wrapper_properties),
+        *_maven_executable(spec, wrapper_properties, maven),
         "-B",
         "-q",
         "-e",
@@ -128,18 +130,31 @@ def build_command(
     ]
 
 
-def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None) -> list[str]:
-    """``mvnw`` when the project has one that pins a usable Maven, else the installed ``mvn``.
+def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None, maven: str = "mvn") -> list[str]:
+    """``mvnw`` when the project has one that pins a usable Maven, else ``maven`` (coevo's)."""
+    return ["sh", "./mvnw"] if maven_choice(spec, wrapper_properties).value != MAVEN_VERSION else [maven]
 
-    Wrappers pinning Maven older than 3.6.3 fall back: before 3.2.3 Maven fetched Central over
-    plain HTTP, which Central refuses, and old ones predate the JDKs coevo builds with.
+
+def maven_choice(spec: EnvSpec, wrapper_properties: bytes | None) -> BuildChoice:
+    """Which Maven builds the revision, and why: its wrapper's when that pins Maven 3.6.3 or later,
+    else coevo's :data:`~runners.tools.MAVEN_VERSION`, the same on every backend.
+
+    Wrappers pinning older Maven fall back: before 3.2.3 Maven fetched Central over plain HTTP,
+    which Central refuses, and old ones predate the JDKs coevo builds with.
     """
     if spec.build_tool != "maven-wrapper":
-        return ["mvn"]
+        return BuildChoice("maven", MAVEN_VERSION, "coevo's, the same on every backend")
     found = re.search(rb"apache-maven/(\d+)\.(\d+)\.(\d+)", wrapper_properties or b"")
-    if found and tuple(int(part) for part in found.groups()) >= _OLDEST_WRAPPED_MAVEN:
-        return ["sh", "./mvnw"]
-    return ["mvn"]
+    if found is None:
+        return BuildChoice("maven", MAVEN_VERSION, "coevo's: the project's wrapper names no Maven version")
+    version = tuple(int(part) for part in found.groups())
+    named = ".".join(map(str, version))
+    if version >= _OLDEST_WRAPPED_MAVEN:
+        return BuildChoice("maven", f"{named} (wrapper)", "the project's wrapper pins it")
+    oldest = ".".join(map(str, _OLDEST_WRAPPED_MAVEN))
+    return BuildChoice(
+        "maven", MAVEN_VERSION, f"coevo's: the project's wrapper pins Maven {named}, older than {oldest}"
+    )
 
 
 def classpath_file(module: str) -> str:
@@ -187,11 +202,13 @@ class _CoverageScope:
 class MavenTool:
     """Builds with Maven (or its wrapper), runs tests with the JUnit console launcher.
 
-    ``maven_repo``, ``tool_path`` and ``jdk`` say where things are as the sandbox sees
-    them; the defaults are this host's (``$COEVO_M2``, the tool cache, installed JDKs).
-    ``maven_args`` are added to the build command; ``repo_tail`` is a read-only repository
-    searched after ``maven_repo`` (the deps image's); ``pit_dir`` holds PIT's jars as the
-    sandbox sees them (default: resolved on this host).
+    ``maven_repo``, ``tool_path``, ``jdk`` and ``maven`` say where things are as the sandbox
+    sees them; the defaults are this host's (``$COEVO_M2``, the tool cache, the installed JDK of
+    the revision's era, coevo's Maven unpacked in the tool cache). ``plan`` says why ``jdk``
+    and which levels to raise for it. ``maven_args`` are added to the build command;
+    ``repo_tail`` is a read-only repository searched after ``maven_repo`` (the deps image's);
+    ``pit_dir`` holds PIT's jars as the sandbox sees them (default: resolved on this host);
+    ``tools_jdk`` runs PIT when ``jdk`` is older than the Java 11 it needs (default: an installed one).
     """
 
     name = "maven"
@@ -200,10 +217,13 @@ class MavenTool:
         self,
         maven_repo: str | None = None,
         tool_path: Callable[[str], str] | None = None,
-        jdk: Callable[[str], Jdk] = choose_jdk,
+        jdk: Jdk | None = None,
         maven_args: Sequence[str] = (),
         repo_tail: str | None = None,
         pit_dir: str | None = None,
+        plan: JdkPlan | None = None,
+        maven: str | None = None,
+        tools_jdk: Jdk | None = None,
     ) -> None:
         self._maven_repo = maven_repo
         self._repo_tail = repo_tail
@@ -211,6 +231,23 @@ class MavenTool:
         self._maven_args = tuple(maven_args)
         self._tool_path = tool_path or (lambda name: str(tool_jar(name)))
         self._jdk = jdk
+        self._plan = plan
+        self._maven = maven
+        self._tools_jdk = tools_jdk
+
+    def toolchain(self, spec: EnvSpec) -> tuple[Jdk, JdkPlan]:
+        """The JDK that builds and runs ``spec``'s revision, and the plan that chose it (on the host,
+        without one given: the installed JDK of its era, :func:`~runners.jdk.plan_jdk`)."""
+        if self._jdk is not None:
+            return self._jdk, self._plan or JdkPlan(self._jdk.feature, "the JDK this tool was given")
+        jdks = find_jdks()
+        plan = self._plan or plan_jdk(spec, [jdk.feature for jdk in jdks])
+        for jdk in jdks:
+            if jdk.feature == plan.feature:
+                return jdk, plan
+        raise NoSuitableJdk(
+            f"JDK {plan.feature} is not installed; install it or list its home in ${JDKS_ENV}"
+        )
 
     # --- build -----------------------------------------------------------------------------------
 
@@ -218,21 +255,44 @@ class MavenTool:
         """Compiles main and test code of every module and stores their test classpaths.
 
         Raises :class:`~runners.jdk.NoSuitableJdk` when no JDK fits; a project that does not
-        build gives ``ok=False`` with the first compiler error (``path:line: message``).
+        build gives ``ok=False`` with the first compiler error (``path:line: message``). Either
+        way the result's choices say which JDK and Maven built it, and which levels were raised.
         """
-        jdk = self._jdk(spec.language_version)
+        jdk, plan = self.toolchain(spec)
+        wrapper = sandbox.read_file(_WRAPPER_PROPERTIES)
+        maven = maven_choice(spec, wrapper)
+        choices = (*plan.choices(), maven)
         command = build_command(
             spec,
             self._maven_repo or maven_repository(),
-            self._maven_args,
-            sandbox.read_file(_WRAPPER_PROPERTIES),
+            [*plan.maven_args(), *self._maven_args],  # the repository's own arguments win
+            wrapper,
             self._repo_tail,
+            self._maven or str(maven_home() / "bin" / "mvn"),
         )
         log = sandbox.exec(command, timeout, env={"JAVA_HOME": str(jdk.home)})
         if not log.ok and not log.timed_out and _CACHED_FAILURE.search(log.stdout + log.stderr):
             # A download that failed once (offline, a flaky proxy) is remembered in the local
             # repository and never retried by default: force one update.
-            log = sandbox.exec([*command[:1], "-U", *command[1:]], timeout, env={"JAVA_HOME": str(jdk.home)})
+            update = command.index("-B")
+            log = sandbox.exec(
+                [*command[:update], "-U", *command[update:]], timeout, env={"JAVA_HOME": str(jdk.home)}
+            )
+        built = self._read_build(sandbox, spec, log, timeout)
+        if not built.ok:
+            return dataclasses.replace(built, choices=choices)
+        roots = [self._maven_repo or maven_repository(), *(self._repo_tail or "").split(",")]
+        modules = spec.modules or ("",)
+        entries = [entry for module in modules for entry in _read_classpath(sandbox, module) or ()]
+        installed = {
+            f"java=={_java_version(sandbox, jdk)}",
+            f"maven=={maven.value.removesuffix(' (wrapper)')}",
+            *resolved_coordinates(entries, [root for root in roots if root]),
+        }
+        return dataclasses.replace(built, choices=choices, installed=tuple(sorted(installed)))
+
+    def _read_build(self, sandbox: Sandbox, spec: EnvSpec, log: ExecResult, timeout: float) -> BuildResult:
+        """What a finished Maven run built: each module's classpath stored, or why none was."""
         if log.timed_out:
             return BuildResult(False, f"maven timed out after {timeout:g}s", log)
         written = 0
@@ -282,7 +342,7 @@ class MavenTool:
         ``timeout`` bounds each launcher run: one for all tests, or one per test with
         ``coverage`` (then each test also gets its covered lines).
         """
-        jdk = self._jdk(spec.language_version)
+        jdk, _ = self.toolchain(spec)
         extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
         results: dict[str, TestResult] = {}
         coverages: dict[str, Coverage] = {}
@@ -331,7 +391,7 @@ class MavenTool:
         if sandbox.read_file(source_path) is None:
             return BuildResult(False, f"{source_path}: no such file in the worktree")
         module = spec.module_for(source_path) if classpath_module is None else classpath_module
-        jdk = self._jdk(spec.language_version)
+        jdk, _ = self.toolchain(spec)
         argfile = f"{STATE_DIR}/runs/{uuid.uuid4().hex}.javac"
         classpath = self._classpath(sandbox, module)
         sandbox.write_file(argfile, _argfile(["-cp", ":".join(classpath)]))
@@ -379,9 +439,10 @@ class MavenTool:
         methods' lines count. Tests that fail without mutation are skipped. PIT runs every test
         against every mutant (its full matrix), so each mutant names all the tests that detected
         it; when one was detected, the tests run once more unmutated with the launcher from the
-        same folder (the control run of :func:`~runners.mutation.after_control_run`).
+        same folder (the control run of :func:`~runners.mutation.after_control_run`). PIT and the
+        tests it runs use the revision's JDK, or Java 11 or later when that is older.
         """
-        jdk = self._jdk(spec.language_version)
+        jdk = self._pit_jdk(spec)
         module = spec.module_for(focal[0].file) if module is None else module
         classpath = [
             *(_absolute(sandbox.workdir, e) for e in extra_classpath),
@@ -435,6 +496,12 @@ class MavenTool:
         except LauncherFailed:  # they passed under this launcher before: the tests killed it
             passed = set()
         return after_control_run(result, tests, passed)
+
+    def _pit_jdk(self, spec: EnvSpec) -> Jdk:
+        jdk, _ = self.toolchain(spec)
+        if self._tools_jdk is not None:
+            return self._tools_jdk if jdk.feature < self._tools_jdk.feature else jdk
+        return tools_jdk(jdk, find_jdks()) if self._pit_dir is None else jdk  # on the host
 
     def _pit_jars(self) -> list[str]:
         if self._pit_dir is not None:
@@ -605,6 +672,43 @@ class MavenTool:
 
 
 # --- pure helpers ----------------------------------------------------------------------------------
+
+
+def resolved_coordinates(classpath: Iterable[str], repositories: Sequence[str]) -> list[str]:
+    """``group:artifact:version`` (``:classifier`` when it has one) of each classpath jar that lies
+    in one of the Maven ``repositories``, read from the repository layout; sorted, each once.
+
+    A snapshot's jar, whose file name carries its timestamp instead of the version, gets that
+    file name as a fourth part: it says exactly which build of the snapshot was used.
+    """
+    found: set[str] = set()
+    prefixes = [repository.rstrip("/") + "/" for repository in repositories]
+    for entry in classpath:
+        prefix = next((prefix for prefix in prefixes if entry.startswith(prefix)), None)
+        parts = entry[len(prefix) :].split("/") if prefix else []
+        if len(parts) < 4:
+            continue  # outside every repository: a module's own classes
+        *group, artifact, version, name = parts
+        stem = posixpath.splitext(name)[0]
+        coordinate = f"{'.'.join(group)}:{artifact}:{version}"
+        if stem == f"{artifact}-{version}":
+            found.add(coordinate)
+        elif stem.startswith(f"{artifact}-{version}-"):
+            found.add(f"{coordinate}:{stem.removeprefix(f'{artifact}-{version}-')}")
+        else:
+            found.add(f"{coordinate}:{name}")
+    return sorted(found)
+
+
+def _java_version(sandbox: Sandbox, jdk: Jdk) -> str:
+    """The exact version of ``jdk`` as the sandbox has it: its ``release`` file, which Debian's JDK 8
+    lacks, else what its ``java -version`` says, else its feature."""
+    release = sandbox.exec(["cat", f"{jdk.home}/release"], 30)
+    found = re.search(r'^JAVA_VERSION="([^"]+)"', release.stdout, re.MULTILINE) if release.ok else None
+    if found is None:
+        version = sandbox.exec([f"{jdk.home}/bin/java", "-version"], 60)
+        found = re.search(r'version "([^"]+)"', version.stderr + version.stdout)
+    return found.group(1) if found else str(jdk.feature)
 
 
 def _read_classpath(sandbox: Sandbox, module: str) -> list[str] | None:

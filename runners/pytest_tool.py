@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .buildtools import BuildResult, Coverage, TestRun, build_tool
+from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import Outcome, TestResult, bounded, in_context, without_roots
@@ -32,10 +32,11 @@ from .sandbox import ExecResult, Sandbox, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
     NoPython,
+    VenvBuild,
     VenvBuildFailed,
     import_paths,
+    prepare_venv,
     venv_for,
-    venv_note,
     venv_python,
 )
 
@@ -223,17 +224,22 @@ class PytestTool:
         (coevo's lack, not the project's).
 
         Collection errors in some test modules only still count as built (those tests will
-        be ``compile_error``); the message then names the first one.
+        be ``compile_error``); the message then names the first one. The result's choices say
+        which interpreter, which dependencies' date and which test tools the venv has, and why.
         """
         deadline = time.monotonic() + timeout
         worktree = Path(sandbox.workdir)
         try:
-            venv = venv_for(spec, worktree, sandbox, timeout, self._python)
+            built = prepare_venv(spec, worktree, sandbox, timeout, self._python)
         except VenvBuildFailed as exc:
             return BuildResult(ok=False, message=str(exc), log=exc.log)
+        venv = built.path
         argv = [str(venv_python(venv)), "-m", "pytest", "--collect-only", "-q", *_common_options(worktree)]
         result = sandbox.exec(argv, timeout=_left(deadline), env=_test_env(venv, worktree, ()))
-        return _collect_outcome(result, worktree, venv_note(venv))
+        retried = f"built with today's releases: {built.retry}" if built.retry else ""
+        note = "; ".join(filter(None, [built.note, retried]))
+        outcome = _collect_outcome(result, worktree, note)
+        return dataclasses.replace(outcome, choices=_choices(spec, built), installed=built.installed)
 
     def run_tests(
         self,
@@ -388,6 +394,13 @@ class PytestTool:
 
 
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)
+
+
+def _choices(spec: EnvSpec, built: VenvBuild) -> tuple[BuildChoice, ...]:
+    """The build record: the interpreter and why (the spec's last word on it), then the venv's."""
+    why = next((note for note in reversed(spec.notes) if note.startswith("python ")), "")
+    why = "; ".join(filter(None, [why, built.note]))
+    return (BuildChoice("python", built.python, why), *built.choices())
 
 
 def _coverage_of(test: str, lines: Mapping[str, Coverage]) -> Coverage:

@@ -31,15 +31,17 @@ from pathlib import Path
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
 from .buildtools import BuildChoice, BuildResult
-from .environment import REVISION_M2, Environment, prepare_environment
-from .envspec import EnvSpec, GitTree, detect_env, maven_build_files
+from .environment import REVISION_M2, Environment, build_revision, prepare_environment
+from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
+from .jdk import JdkPlan, recorded_plan
 from .sides import Side
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
-_LAYOUT = 2
-"""Bumped when what a built revision folder holds changes (2: its own Maven repository), so older
-builds, whose classpaths name other paths, are built again."""
+_LAYOUT = 4
+"""Bumped when what a built revision folder holds changes (2: its own Maven repository; 3: built
+with the JDK of its era, or (Python) as of its date, the build's choices recorded; 4: both, and
+what it resolved), so older builds are built again."""
 
 
 def work_root() -> Path:
@@ -67,6 +69,8 @@ class BuiltRevision:
     """The revision's own Maven repository (Docker: what its build downloaded), kept with it."""
     choices: tuple[BuildChoice, ...] = ()
     """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
+    installed: tuple[str, ...] = ()
+    """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -144,17 +148,29 @@ def prepare_revision(
     base_images: Mapping[str, str] | None = None,
     timeout: float = 1800,
     test_files: Sequence[str] = (),
+    build_record: Sequence[BuildChoice] = (),
+    pins: Sequence[str] = (),
 ) -> BuiltRevision:
     """The revision exported and built (once, whoever asks first), or why it could not be.
 
     In a multi-module Maven project only the modules holding ``test_files`` are built, with
     what they need: other modules (integration tests, samples) often need more than
-    ``test-compile`` gives them.
+    ``test-compile`` gives them. A Java build that fails in a way another JDK explains is tried
+    once more with it (:func:`~runners.environment.build_revision`); which JDK built it is
+    recorded, and the revision's tests run with that one. A ``build_record`` (a task's,
+    from its curation) names the JDK and levels to build with instead of choosing them again: a
+    build made otherwise is made again with those. ``pins`` (Python) is a task's recorded
+    environment: the revision is built from it (a build that already holds exactly it is kept).
     """
+    jdk = recorded_plan(build_record)
     try:
-        spec = focus_modules(detect_env(GitTree(repo_path, sha), language), test_files)
+        spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
+        spec = focus_modules(spec, test_files)
+        if pins and spec.language == "python":
+            spec = dataclasses.replace(spec, pins=tuple(pins))
         files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
-        environment, _ = prepare_environment(spec, backend, files, build_args, base_images)
+        environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
+        spec = environment.spec  # with what the backend chose (a Python among its own)
     except InfrastructureError:
         raise  # coevo's own failure: nothing about the revision is recorded
     except CoevoError as exc:
@@ -164,12 +180,17 @@ def prepare_revision(
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
-        if _layout(outcome) != _LAYOUT:
+        if _layout(outcome) != _LAYOUT or not _built_with(outcome, jdk) or not _holds(outcome, spec.pins):
             shutil.rmtree(worktree, ignore_errors=True)
             shutil.rmtree(folder / REVISION_M2, ignore_errors=True)
+
+            def fresh_worktree() -> None:
+                shutil.rmtree(worktree, ignore_errors=True)
+                export_revision(repo_path, sha, worktree)
+
             try:
                 export_revision(repo_path, sha, worktree)
-                built = _build(environment, spec, worktree, timeout)
+                environment, built = build_revision(environment, worktree, timeout, fresh_worktree)
             except MissingToolchain as exc:
                 # What coevo lacks (a JDK for Java 6) is not the revision's failure, and a coevo
                 # that has it must try again: nothing is recorded.
@@ -181,14 +202,58 @@ def prepare_revision(
             if _killed(built):
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
+            record = {
+                "ok": built.ok,
+                "message": built.message,
+                "layout": _LAYOUT,
+                "choices": [dataclasses.asdict(choice) for choice in built.choices],
+                "jdk": environment.jdk.as_json() if environment.jdk is not None else None,
+                "installed": list(built.installed),
+                "pins": list(spec.pins),
+            }
             temporary = outcome.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"ok": built.ok, "message": built.message, "layout": _LAYOUT}))
+            temporary.write_text(json.dumps(record))
             temporary.replace(outcome)
         recorded = json.loads(outcome.read_text())
+    try:
+        environment = _recorded_environment(environment, recorded.get("jdk"))
+    except InfrastructureError:
+        raise
+    except CoevoError as exc:  # the JDK that built it is gone from this host
+        return BuiltRevision(sha, "env_failed", str(exc), spec, environment, None, image)
+    if spec.pins and recorded.get("pins") != list(spec.pins):
+        spec = dataclasses.replace(spec, pins=())  # built afresh and resolved to exactly the pins: kept
     status = "ok" if recorded["ok"] else "failed"
+    choices = tuple(BuildChoice(**choice) for choice in recorded.get("choices") or ())
+    image = environment.image.tag if environment.image else None
     return BuiltRevision(
-        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2
+        sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices,
+        tuple(recorded.get("installed") or ()),
+    )  # fmt: skip
+
+
+def _built_with(outcome: Path, jdk: JdkPlan | None) -> bool:
+    """Whether the build recorded in ``outcome`` used ``jdk``'s JDK and levels (any, when None)."""
+    if jdk is None:
+        return True
+    try:
+        made = json.loads(outcome.read_text()).get("jdk")
+    except (OSError, ValueError):
+        return False
+    if not isinstance(made, dict):
+        return False
+    return (made.get("feature"), [tuple(pair) for pair in made.get("raised", ())]) == (
+        jdk.feature,
+        list(jdk.raised),
     )
+
+
+def _recorded_environment(environment: Environment, jdk: dict | None) -> Environment:
+    """The environment of the JDK a revision was built with (a retry's), where tests must run."""
+    if jdk is None or environment.jdk is None or environment.remake is None:
+        return environment
+    plan = JdkPlan.from_json(jdk)
+    return environment if plan == environment.jdk else environment.remake(plan)
 
 
 def release_revision(root: Path, repo_path: Path, sha: str, backend: str) -> None:
@@ -224,12 +289,16 @@ def _layout(outcome: Path) -> int | None:
         return None
 
 
-def _build(environment: Environment, spec: EnvSpec, worktree: Path, timeout: float) -> BuildResult:
-    sandbox = environment.builder(worktree)
+def _holds(outcome: Path, pins: tuple[str, ...]) -> bool:
+    """Whether a recorded build has the environment ``pins`` ask for: built from them, or resolved
+    to exactly them (the build a task was curated from)."""
+    if not pins:
+        return True
     try:
-        return environment.tool.build(sandbox, spec, timeout)
-    finally:
-        sandbox.close()
+        recorded = json.loads(outcome.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(recorded, dict) and list(pins) in (recorded.get("pins"), recorded.get("installed"))
 
 
 @contextlib.contextmanager

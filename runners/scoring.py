@@ -56,7 +56,7 @@ from tasks import (
 )
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
-from .buildtools import Coverage
+from .buildtools import BuildChoice, Coverage
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
@@ -369,13 +369,15 @@ class GoldChecks:
 
 def environment_key(new: BuiltRevision, old: BuiltRevision | None) -> str:
     """What a judgement depends on besides the test file: coevo, the backend, each revision's
-    spec and image, and (on the host, whose toolchains are its own) the machine."""
+    spec, image, what its build chose (the JDK, levels) and resolved, and (on the host, whose
+    toolchains are its own) the machine."""
     parts: list[Any] = [_coevo_version(), _GOLD_CHECK_LAYOUT]
     for built in (new, old):
         if built is None or built.environment is None or built.spec is None:
             continue
         backend = built.environment.backend
         parts += [built.sha, backend, built.image or "", dataclasses.asdict(built.spec)]
+        parts += [[dataclasses.astuple(choice)[:2] for choice in built.choices], list(built.installed)]
         if backend == "local":
             parts.append(platform.node())
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:20]
@@ -543,14 +545,19 @@ def score_task(
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
     repo_path = Path(repo.path)
 
-    def built(sha: str) -> BuiltRevision:
+    # The environment recorded when the task was curated, so a score means the same thing later.
+    pins = tuple((task.env_spec or {}).get("pins") or ())
+
+    def built(sha: str, name: str) -> BuiltRevision:
+        record = (task.build_records or {}).get(name, ())
         return prepare_revision(
             root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
             options.base_images, options.build_timeout, [task.test_file],
+            [BuildChoice(**choice) for choice in record], pins,
         )  # fmt: skip
 
-    new = built(task.rev2)
-    old = built(task.rev1) if task.track == Track.GENERATION else None
+    new = built(task.rev2, "rev2")
+    old = built(task.rev1, "rev1") if task.track == Track.GENERATION else None
     broken = [b for b in (new, old) if b is not None and b.status != "ok"]
     if broken:
         message = in_context(f"{broken[0].sha[:10]} {broken[0].status}", broken[0].message)

@@ -1,4 +1,4 @@
-"""Tool jars the runners put next to a project: the JUnit console launcher and JaCoCo.
+"""Tool jars the runners put next to a project: the JUnit console launcher and JaCoCo; and Maven.
 
 Each jar is fetched once from Maven Central into a cache folder (``$COEVO_TOOLS`` or
 ``~/.cache/coevo/tools``), checked against the ``.sha1`` published beside it, and
@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import shutil
+import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -119,6 +121,31 @@ def tool_jar(
         if session is None:
             http.close()
     return target
+
+
+def maven_home(cache: Path | None = None, session: requests.Session | None = None) -> Path:
+    """Coevo's Maven (:data:`MAVEN_VERSION`, the one its images install), unpacked once into the tool
+    cache from the checked archive: the host backend builds with it rather than whatever ``mvn``
+    is on the PATH, so every backend runs the same Maven."""
+    archive = tool_jar("maven", cache, session=session)
+    home = archive.parent / f"apache-maven-{MAVEN_VERSION}"
+    if (home / "bin" / "mvn").is_file():
+        return home
+    unpacking = Path(tempfile.mkdtemp(dir=archive.parent, prefix=f".{home.name}."))
+    try:
+        with tarfile.open(archive) as tar:
+            tar.extractall(unpacking, filter="data")
+        (inner,) = unpacking.iterdir()  # apache-maven-<version>/
+        try:
+            os.rename(inner, home)
+        except OSError:
+            if not (home / "bin" / "mvn").is_file():  # not another worker's finished copy
+                raise
+    except (OSError, tarfile.TarError, ValueError) as exc:
+        raise ToolDownloadFailed(f"cannot unpack {archive}: {exc}") from None
+    finally:
+        shutil.rmtree(unpacking, ignore_errors=True)
+    return home
 
 
 def _fetch_sha1(http: requests.Session, url: str) -> str:

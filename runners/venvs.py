@@ -1,9 +1,26 @@
 """Virtual environments for Python revisions: one per environment hash, shared by every worktree.
 
-A venv is keyed by :func:`environment_key`: the interpreter, the pip install arguments
-and the content of the files those arguments name (requirements files, and the
-``pyproject.toml``/``setup.cfg``/``setup.py`` of local projects). Revisions whose
+A venv is keyed by :func:`environment_key`: the interpreter, the pip install arguments,
+the content of the files those arguments name (requirements files, and the
+``pyproject.toml``/``setup.cfg``/``setup.py`` of local projects), the day the dependencies
+are taken as of, a task's recorded pins, coevo's own pins and the host's settings that change
+what pip resolves (``PIP_INDEX_URL``, ``PIP_CONSTRAINT`` and its content…). Revisions whose
 dependencies did not change reuse the venv; any change builds a new one.
+
+What a build resolved is recorded (:attr:`VenvBuild.installed`: ``name==version`` of every
+distribution but the venv's seeds and the revision's own, and ``python==X.Y.Z``); a spec that
+carries those as :attr:`~runners.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
+with ``pip install -c``, undated: a release made since changes nothing.
+
+Revisions are built as of their time: pip installs only what was uploaded before the
+revision's commit day (``--uploaded-prior-to``, :attr:`~runners.envspec.EnvSpec.packages_before`),
+with pip itself first brought to a pinned version that has the option (26.0.1; Pythons older
+than 3.9 get the newest pip they run, which cannot date, and the build record says so). When
+the dated install fails, it is tried once more with today's releases: that venv is keyed
+without the date, and the reason is kept beside the dated key (``<key>.undated``), so the
+revision's later runs, and other revisions with the same inputs, go straight to it. The test
+tools coevo itself runs (pytest, coverage) come from the project when it installs recent
+enough ones, else at versions pinned per Python (:func:`tool_pins`), never from the date.
 
 Sharing a venv across worktrees rules out the editable install an EnvSpec asks for
 (``-e .[test]`` would point at one worktree). So the venv holds the project's
@@ -24,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import dataclasses
 import errno
 import fcntl
 import functools
@@ -42,10 +60,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from packaging.version import InvalidVersion, Version
+
 from tasks import CoevoError, MissingToolchain
 
+from .buildtools import BuildChoice
 from .egress import urls_in
 from .envspec import EnvSpec, FolderTree, TreeReader
+from .pythons import minor_key
 from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
 
 VENVS_ENV = "COEVO_VENVS"
@@ -54,8 +76,53 @@ DEFAULT_INSTALL_TIMEOUT = 1800.0
 MARKER = "coevo-ready.json"
 """Written last into a finished venv; a venv folder without it is rebuilt."""
 
-_LAYOUT = "1"
-"""Bumped when the way venvs are built changes, so old ones are not reused."""
+_LAYOUT = "3"
+"""Bumped when the way venvs are built changes, so old ones are not reused (2: dated installs,
+pinned pip and test tools)."""
+UNDATED = ".undated"
+"""Suffix of the file beside a dated key whose install failed: why, and that today's releases built."""
+DATING_PIP = "26.0.1"
+"""The pip in venvs of Python 3.9 and newer: the first with ``--uploaded-prior-to`` (and the
+last that runs on 3.9)."""
+_OLD_PIPS = {(3, 6): "21.3.1", (3, 7): "24.0", (3, 8): "25.0.1"}
+"""The newest pip each older Python runs; none of them can date an install."""
+_TEST_TOOLS = (
+    ((3, 6), (("pytest", "7.0.1"), ("coverage", "6.2"))),
+    ((3, 7), (("pytest", "7.4.4"), ("coverage", "7.2.7"))),
+    ((3, 8), (("pytest", "8.3.5"), ("coverage", "7.6.1"))),
+)
+"""coevo's pins of the test tools it runs, by the oldest Python each serves (a newer one takes the last)."""
+_TOOL_MINIMUM = {"pytest": "4.6", "coverage": "5.0"}
+"""The oldest project-installed versions coevo's pytest plugin and coverage reader work with."""
+_RESOLUTION_SETTINGS = (
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_PRE",
+    "PIP_ONLY_BINARY",
+    "PIP_NO_BINARY",
+    "PIP_UPLOADED_PRIOR_TO",
+)
+"""The host's environment variables that change what pip resolves: part of every venv's key (a
+constraint file's content too), and passed to pip."""
+_SEEDED = frozenset({"pip", "setuptools", "wheel", "distribute", "pkg-resources"})
+"""What ``python -m venv`` puts in a venv (its versions differ by interpreter build, and Debian
+adds a ``pkg-resources==0.0.0``): left out of the recorded environment, as ``pip freeze`` does."""
+PINS_FILE = "coevo-pins.txt"
+"""The constraints file a venv rebuilt from recorded pins installs with (beside the staged copy)."""
+_NETWORK_TROUBLE = (
+    "Retrying (Retry(",
+    "NewConnectionError",
+    "ConnectTimeoutError",
+    "ReadTimeoutError",
+    "ProxyError",
+    "Temporary failure in name resolution",
+    "Max retries exceeded",
+    "Connection reset by peer",
+)
+"""pip's words for a network that failed it: a dated install that failed so is not retried undated."""
 _BUILD_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 _FILE_OPTIONS = ("-r", "--requirement", "-c", "--constraint")
 _EDITABLE_OPTIONS = ("-e", "--editable")
@@ -67,6 +134,11 @@ _PIP_PASSTHROUGH = (
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",
     "PIP_FIND_LINKS",
+    "PIP_NO_INDEX",
+    "PIP_CONSTRAINT",
+    "PIP_PRE",
+    "PIP_ONLY_BINARY",
+    "PIP_NO_BINARY",
     "PIP_DEFAULT_TIMEOUT",
     "REQUESTS_CA_BUNDLE",
     "SSL_CERT_FILE",
@@ -92,6 +164,53 @@ class VenvBuildFailed(CoevoError):
     def __init__(self, message: str, log: ExecResult | None = None) -> None:
         super().__init__(message)
         self.log = log
+
+
+@dataclass(frozen=True)
+class VenvBuild:
+    """A ready venv and how it was made: the build record of a Python revision."""
+
+    path: Path
+    python: str
+    """The interpreter, as ``<full version> (<path>)``."""
+    pip: str
+    packages_before: str | None
+    """The instant its dependencies were taken as of; None: today's releases."""
+    asked_before: str | None = None
+    """The instant the revision asked for (differs from ``packages_before`` after a retry)."""
+    retry: str = ""
+    """Why the dated install was retried with today's releases; empty when it was not."""
+    undated: str = ""
+    """Why the install could not be dated at all (an old pip); empty otherwise."""
+    tools: tuple[tuple[str, str, str], ...] = ()
+    """(tool, version, where it came from): pytest and coverage."""
+    installed: tuple[str, ...] = ()
+    """What the build resolved, sorted: ``name==version`` of every distribution but the venv's seeds
+    (pip, setuptools…) and the revision's own, and ``python==X.Y.Z``."""
+    note: str = ""
+    """A substitute interpreter, when the one asked for is not here."""
+    pinned: int = 0
+    """How many recorded versions it was rebuilt from (:attr:`~runners.envspec.EnvSpec.pins`)."""
+
+    def choices(self) -> tuple[BuildChoice, ...]:
+        """The record as :class:`~runners.buildtools.BuildChoice` lines: dependencies (and a retry),
+        then the test tools; the caller puts the interpreter first."""
+        found: list[BuildChoice] = []
+        if self.pinned:
+            why = f"{self.pinned} versions recorded when it was curated (pip install -c {PINS_FILE})"
+            found.append(BuildChoice("dependencies", "as recorded", why))
+        elif self.packages_before:
+            found.append(BuildChoice("dependencies", f"as of {self.packages_before}",
+                                f"pip {self.pip} --uploaded-prior-to {self.packages_before}"))  # fmt: skip
+        elif self.retry:
+            found.append(BuildChoice("dependencies", "today's releases", self.retry))
+            found.append(BuildChoice("retry", "without the date", self.retry))
+        elif self.asked_before:
+            found.append(BuildChoice("dependencies", "today's releases", self.undated))
+        else:
+            found.append(BuildChoice("dependencies", "today's releases", "no date given"))
+        found += [BuildChoice(tool, version, source) for tool, version, source in self.tools]
+        return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -178,6 +297,32 @@ def _probe(python: Path) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+def pip_pin(python_version: str) -> str:
+    """The pip a venv of ``python_version`` is brought to: :data:`DATING_PIP`, or the newest an
+    older Python runs."""
+    return _OLD_PIPS.get(minor_key(python_version), DATING_PIP)
+
+
+def dates_installs(python_version: str) -> bool:
+    """Whether the pip of a venv of ``python_version`` has ``--uploaded-prior-to``."""
+    return pip_pin(python_version) == DATING_PIP
+
+
+def tool_pins(python_version: str) -> dict[str, str]:
+    """coevo's pins of pytest and coverage for ``python_version``: versions that support it."""
+    wanted = minor_key(python_version)
+    chosen = _TEST_TOOLS[0][1]
+    for oldest, pins in _TEST_TOOLS:
+        if wanted >= oldest:
+            chosen = pins
+    return dict(chosen)
+
+
+def host_pythons() -> set[str]:
+    """The minor versions of the interpreters on this machine (``3.9``), pyenv's included."""
+    return {f"{major}.{minor}" for major, minor in _available_pythons()}
+
+
 # --- The environment key (pure) -----------------------------------------------------------------
 
 
@@ -194,12 +339,29 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
             digest.update(len(data).to_bytes(8, "big") + data)
 
     add("layout", _LAYOUT, "python", python)
+    version = _version_of(python)
+    add("pip", pip_pin(version), *(f"{tool}=={pin}" for tool, pin in sorted(tool_pins(version).items())))
+    if spec.packages_before:
+        add("packages-before", spec.packages_before)
+    if spec.pins:
+        add("pins", *spec.pins)
+    for name in _RESOLUTION_SETTINGS:
+        add(name, os.environ.get(name, ""))
+    for path in os.environ.get("PIP_CONSTRAINT", "").split():
+        with contextlib.suppress(OSError):
+            add("constraint", path, hashlib.sha256(Path(path).read_bytes()).digest())
     for args in spec.install:
         add("install", *args)
     for path in sorted(_named_files(spec.install, tree)):
         content = tree.read(path)
         add("file", path, b"\0missing" if content is None else hashlib.sha256(content).digest())
     return digest.hexdigest()[:24]
+
+
+def _version_of(python: str) -> str:
+    """The version in an interpreter's identity (``/usr/bin/python3.9 3.9 in coevo-base:…``)."""
+    match = re.search(r"\s(\d+\.\d+)", python)
+    return match.group(1) if match else "3"
 
 
 def pip_urls(spec: EnvSpec, tree: TreeReader) -> list[str]:
@@ -290,34 +452,162 @@ def venv_for(
     timeout: float = DEFAULT_INSTALL_TIMEOUT,
     python: FoundPython | None = None,
 ) -> Path:
-    """The venv for ``spec``, built on first use (``pip install`` of each ``spec.install``).
+    """The path of :func:`prepare_venv`'s venv."""
+    return prepare_venv(spec, worktree, sandbox, timeout, python).path
+
+
+def prepare_venv(
+    spec: EnvSpec,
+    worktree: Path,
+    sandbox: Sandbox | None = None,
+    timeout: float = DEFAULT_INSTALL_TIMEOUT,
+    python: FoundPython | None = None,
+) -> VenvBuild:
+    """The venv for ``spec``, built on first use (``pip install`` of each ``spec.install``), and
+    how it was made.
 
     Installs run in a scratch copy of the worktree, in a sandbox like ``sandbox`` (default: a
     LocalSandbox over ``worktree``) in which only the venv and that copy are writable (in Docker a
     container of its own: whatever runs later sees the venv read-only); a lock file keeps two
-    processes from building the same venv. Raises
+    processes from building the same venv. A dated install that fails for a reason of the
+    revision's (not a timeout, not the network) is retried once with today's releases. Raises
     :class:`VenvBuildFailed` with pip's first error line. ``python`` is the interpreter as the
     sandbox sees it (a container's own); by default the host's closest to the spec's version.
     """
     found = python or locate_python(spec.language_version)
-    key = environment_key(spec, FolderTree(worktree), f"{found.path} {found.version}")
+    if spec.pins:
+        kept = _venv_holding(spec, found, worktree, timeout)
+        if kept is not None:
+            return kept
+        # The recorded versions decide; a date could only refuse one uploaded after it (a retry's).
+        spec = dataclasses.replace(spec, packages_before=None)
+    asked = spec.packages_before
+    undated_because = ""
+    if asked and not dates_installs(found.version):
+        minor = ".".join(map(str, minor_key(found.version)))
+        pip = pip_pin(found.version)
+        undated_because = f"pip {pip}, the newest for Python {minor}, has no --uploaded-prior-to"
+        spec = dataclasses.replace(spec, packages_before=None)
+    tree = FolderTree(worktree)
+    identity = f"{found.path} {found.version}"
+    key = environment_key(spec, tree, identity)
     root = venvs_root()
-    venv = root / key
-    if (venv / MARKER).is_file():
-        return venv
-    root.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout
-    with _locked(root / f"{key}.lock", deadline):
-        if (venv / MARKER).is_file():  # another process finished it while we waited
-            return venv
-        if venv.exists():
-            shutil.rmtree(venv)  # an unfinished build: no marker
+
+    def ensure(key: str, spec: EnvSpec, retry: str = "") -> VenvBuild:
+        return _ensure(root, key, spec, found, worktree, sandbox, deadline, retry, asked, undated_because)
+
+    if (root / key / MARKER).is_file() or not spec.packages_before:
+        return ensure(key, spec)
+    today = dataclasses.replace(spec, packages_before=None)
+    today_key = environment_key(today, tree, identity)
+    retry = _undated_reason(root / f"{key}{UNDATED}")
+    if retry is None:
         try:
-            _build(venv, spec, found, worktree, sandbox or LocalSandbox(worktree), deadline)
-        except BaseException:
-            shutil.rmtree(venv, ignore_errors=True)
-            raise
-    return venv
+            return ensure(key, spec)
+        except VenvBuildFailed as dated:
+            if not _worth_retrying(dated):
+                raise
+            retry = f"as of {spec.packages_before[:10]}: {dated}"
+            try:
+                built = ensure(today_key, today, retry)
+            except VenvBuildFailed as undated:
+                raise VenvBuildFailed(f"{dated}; with today's releases too: {undated}", undated.log) from None
+            _write_atomic(root / f"{key}{UNDATED}", json.dumps({"reason": retry, "venv": today_key}).encode())
+            return built
+    return ensure(today_key, today, retry)
+
+
+def _venv_holding(spec: EnvSpec, found: FoundPython, worktree: Path, timeout: float) -> VenvBuild | None:
+    """The venv the pins were recorded from, when it is still here (the one curation built, dated
+    or retried without the date) and holds exactly them: it is the recorded environment, so a task
+    scored where it was curated builds nothing new."""
+    tree = FolderTree(worktree)
+    identity = f"{found.path} {found.version}"
+    root = venvs_root()
+    resolved = dataclasses.replace(spec, pins=())
+    for candidate in (resolved, dataclasses.replace(resolved, packages_before=None)):
+        key = environment_key(candidate, tree, identity)
+        if (root / key / MARKER).is_file() and _marker(root / key).get("installed") == list(spec.pins):
+            deadline = time.monotonic() + timeout
+            asked = spec.packages_before
+            return _ensure(root, key, spec, found, worktree, None, deadline, asked_before=asked)
+    return None
+
+
+def _ensure(
+    root: Path,
+    key: str,
+    spec: EnvSpec,
+    found: FoundPython,
+    worktree: Path,
+    sandbox: Sandbox | None,
+    deadline: float,
+    retry: str = "",
+    asked_before: str | None = None,
+    undated: str = "",
+) -> VenvBuild:
+    """The venv ``key`` of ``spec``, built unless its marker says it is ready."""
+    venv = root / key
+    if not (venv / MARKER).is_file():
+        root.mkdir(parents=True, exist_ok=True)
+        with _locked(root / f"{key}.lock", deadline):
+            if not (venv / MARKER).is_file():  # else another process finished it while we waited
+                if venv.exists():
+                    shutil.rmtree(venv)  # an unfinished build: no marker
+                try:
+                    _build(venv, spec, found, worktree, sandbox or LocalSandbox(worktree), deadline)
+                except BaseException:
+                    shutil.rmtree(venv, ignore_errors=True)
+                    raise
+    marker = _marker(venv)
+    tools = marker.get("tools") or {}
+    return VenvBuild(
+        path=venv,
+        python=f"{marker.get('python_version', found.version)} ({marker.get('python', found.path)})",
+        pip=str(marker.get("pip", "")),
+        packages_before=marker.get("packages_before"),
+        asked_before=asked_before,
+        retry=retry,
+        undated=undated,
+        tools=tuple((name, str(v[0]), str(v[1])) for name, v in sorted(tools.items())),
+        installed=tuple(marker.get("installed") or ()),
+        note=str(marker.get("note", "")),
+        pinned=sum(not pin.startswith("python==") for pin in spec.pins),
+    )
+
+
+def _marker(venv: Path) -> dict:
+    try:
+        found = json.loads((venv / MARKER).read_text())
+    except (OSError, ValueError):
+        return {}
+    return found if isinstance(found, dict) else {}
+
+
+def _undated_reason(path: Path) -> str | None:
+    """Why the dated install of a key failed, when it did and today's releases built instead."""
+    try:
+        found = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return str(found.get("reason", "")) if isinstance(found, dict) else None
+
+
+def _worth_retrying(failure: VenvBuildFailed) -> bool:
+    """A dated install that failed on the revision's inputs (a release missing before the date, one
+    that does not build) is retried undated; a timeout or a failing network is not."""
+    log = failure.log
+    if log is None or log.timed_out:
+        return False
+    output = log.stdout + log.stderr
+    return not any(words in output for words in _NETWORK_TROUBLE)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_bytes(data)
+    partial.replace(path)
 
 
 def venv_python(venv: Path) -> Path:
@@ -346,7 +636,8 @@ def import_paths(worktree: Path) -> tuple[Path, ...]:
 def pip_env() -> dict[str, str]:
     """The environment pip runs with: the host's index and certificate settings, no prompts."""
     env = {name: os.environ[name] for name in _PIP_PASSTHROUGH if name in os.environ}
-    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PYTHONNOUSERSITE="1")
+    # An empty PYTHONPATH is none: the host's must not add distributions to what pip sees.
+    env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PYTHONNOUSERSITE="1", PYTHONPATH="")
     return env
 
 
@@ -361,15 +652,24 @@ def _build(
         copy = staging / "project"
         shutil.copytree(worktree, copy, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
         with sandbox.writable((venv, staging)) as installer:
-            _install(venv, spec, found, copy, installer, deadline)
-        _strip_local_projects(venv, copy)
+            tools = _install(venv, spec, found, copy, installer, deadline)
+            local = _strip_local_projects(venv, copy)
+            installed = _installed(venv, installer, deadline)
+            interpreter = _python_version(venv, installer, deadline) or found.version
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     marker = {
         "python": str(found.path),
         "python_version": found.version,
         "note": found.note,
+        "pip": pip_pin(found.version),
+        "packages_before": spec.packages_before,
         "install": [list(args) for args in spec.install],
+        "tools": tools,
+        "installed": sorted(
+            [f"{name}=={version}" for name, version in installed.items() if name not in _SEEDED | local]
+            + [f"python=={interpreter}"]
+        ),
         "built": time.time(),
     }
     # The installs ran the project's code with the venv writable: write nothing through a link it left.
@@ -381,19 +681,83 @@ def _build(
 
 def _install(
     venv: Path, spec: EnvSpec, found: FoundPython, copy: Path, sandbox: Sandbox, deadline: float
-) -> None:
+) -> dict[str, tuple[str, str]]:
+    """Creates the venv, pins its pip, installs the revision's requirements (dated when asked),
+    then coevo's test tools where the project brought none; returns where each tool came from."""
     created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
     if not created.ok:
         raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
     python = str(venv_python(venv))
     env = {**pip_env(), **_scm_version_env(copy)}
+    pip = pip_pin(found.version)
+    _pip(sandbox, [python, "-m", "pip", "install", f"pip=={pip}"], env, str(copy), deadline, f"pip=={pip}")
+    dated = ["--uploaded-prior-to", spec.packages_before] if spec.packages_before else []
+    if spec.pins:
+        pins = copy.parent / PINS_FILE
+        pins.write_text("".join(f"{pin}\n" for pin in spec.pins if not pin.startswith("python==")))
+        dated = ["-c", str(pins)]
     for args in spec.install:
-        argv = [python, "-m", "pip", "install", *_without_editable(args)]
-        result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=str(copy))
-        if not result.ok:
-            what = "pip install " + " ".join(args)
-            reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
-            raise VenvBuildFailed(f"{what}: {reason}", result)
+        argv = [python, "-m", "pip", "install", *dated, *_without_editable(args)]
+        _pip(sandbox, argv, env, str(copy), deadline, " ".join(args))
+    present = _installed(venv, sandbox, deadline)
+    tools: dict[str, tuple[str, str]] = {}
+    missing: list[str] = []
+    minor = ".".join(map(str, minor_key(found.version)))
+    for tool, pin in tool_pins(found.version).items():
+        have = present.get(tool)
+        if have is not None and _at_least(have, _TOOL_MINIMUM[tool]):
+            tools[tool] = (have, "the project's")
+        else:
+            tools[tool] = (pin, f"coevo's pin for Python {minor}")
+            missing.append(f"{tool}=={pin}")
+    if missing:
+        pinned = dated if spec.pins else []
+        argv = [python, "-m", "pip", "install", *pinned, *missing]
+        _pip(sandbox, argv, env, str(copy), deadline, " ".join(missing))
+    return tools
+
+
+def _pip(
+    sandbox: Sandbox, argv: list[str], env: dict[str, str], cwd: str, deadline: float, what: str
+) -> None:
+    result = sandbox.exec(argv, timeout=_left(deadline), env=env, cwd=cwd)
+    if not result.ok:
+        reason = f"timed out after {result.duration:.0f}s" if result.timed_out else _pip_error(result)
+        raise VenvBuildFailed(f"pip install {what}: {reason}", result)
+
+
+def _installed(venv: Path, sandbox: Sandbox, deadline: float) -> dict[str, str]:
+    """Every distribution in the venv and its version, as its pip lists them."""
+    argv = [str(venv_python(venv)), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+    result = sandbox.exec(argv, timeout=_left(deadline), env=pip_env())
+    try:
+        listed = json.loads(result.stdout) if result.ok else []
+    except ValueError:
+        listed = []
+    found: dict[str, str] = {}
+    for entry in listed if isinstance(listed, list) else []:
+        if isinstance(entry, dict) and "name" in entry and "version" in entry:
+            found[_normalized(str(entry["name"]))] = str(entry["version"])
+    return found
+
+
+def _python_version(venv: Path, sandbox: Sandbox, deadline: float) -> str | None:
+    """The venv interpreter's full version (``3.9.2``): a base image names only its minor."""
+    argv = [str(venv_python(venv)), "-c", "import platform; print(platform.python_version())"]
+    result = sandbox.exec(argv, timeout=_left(deadline))
+    return result.stdout.strip() or None if result.ok else None
+
+
+def _normalized(name: str) -> str:
+    """A distribution's name as PEP 503 compares it."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _at_least(version: str, minimum: str) -> bool:
+    try:
+        return Version(version) >= Version(minimum)
+    except InvalidVersion:
+        return False
 
 
 def _left(deadline: float) -> float:
@@ -454,9 +818,11 @@ def _project_name(project: Path) -> str | None:
     return None
 
 
-def _strip_local_projects(venv: Path, copy: Path) -> None:
-    """Removes the modules of distributions installed from ``copy``, keeping their metadata."""
+def _strip_local_projects(venv: Path, copy: Path) -> frozenset[str]:
+    """Removes the modules of distributions installed from ``copy``, keeping their metadata; returns
+    their names (normalized): the revision's own, not part of its resolved environment."""
     resolved_copy = copy.resolve()
+    local: set[str] = set()
     for site in venv.glob("lib/python*/site-packages"):
         if not _inside(site, venv.resolve()):  # a link the install left, out of this venv
             continue
@@ -469,16 +835,19 @@ def _strip_local_projects(venv: Path, copy: Path) -> None:
             if parsed.scheme != "file" or not _inside(Path(unquote(parsed.path)), resolved_copy):
                 continue
             _strip_distribution(site, direct_url.parent)
+            local.add(_normalized(direct_url.parent.name.removesuffix(".dist-info").rsplit("-", 1)[0]))
         # Legacy editable installs (setup.py develop) leave .egg-link files and easy-install.pth lines.
         for link in site.glob("*.egg-link"):
             target = (link.read_text().splitlines() or [""])[0].strip()
             if target and _inside(Path(target), resolved_copy):
                 link.unlink()
+                local.add(_normalized(link.stem))
         easy_install = read_beneath(site, "easy-install.pth")
         if easy_install is not None:
             lines = easy_install.decode(errors="replace").splitlines()
             kept = [line for line in lines if not _inside(Path(line.strip()), resolved_copy)]
             write_beneath(site, "easy-install.pth", ("\n".join(kept) + "\n").encode())
+    return frozenset(local)
 
 
 def _strip_distribution(site: Path, dist_info: Path) -> None:
@@ -518,10 +887,15 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def _pip_error(result: ExecResult) -> str:
-    """The line of pip's (or the venv module's) output that says what failed."""
+    """The line of pip's (or the venv module's) output that says what failed: a requirement no
+    release satisfies first (a build dependency's too), then pip's first error."""
     lines = [line.strip() for line in (result.stderr + "\n" + result.stdout).splitlines() if line.strip()]
+    errors = [line for line in lines if not line.startswith("ERROR: Ignored the following")]
+    for line in errors:
+        if "No matching distribution found for" in line:
+            return line.removeprefix("ERROR:").strip()
     for prefix in ("ERROR:", "\u00d7", "Error:"):  # pip marks a failed build step with a multiplication sign
-        for line in lines:
+        for line in errors:
             if line.startswith(prefix):
                 return line.removeprefix("ERROR:").strip()
     return lines[-1] if lines else f"exit code {result.exit_code}"

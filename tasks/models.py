@@ -340,7 +340,13 @@ class CuratedPair(SQLModel, table=True):
     build_records: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     """Each built revision's record, ``rev1``/``rev2`` → ``[{"name", "value", "why"}, …]``: what it
     was built with and why (interpreter, JDK, Maven, dependencies' date, raised levels, retries)."""
+    installed: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """What each built revision's build resolved, ``rev1``/``rev2`` → sorted strings (Java: the JDK's
+    and Maven's versions, every dependency's ``group:artifact:version``)."""
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    builds: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """What each revision's build chose and why: ``{"rev1": [{"what", "value", "why"}, …], "rev2":
+    …}`` (interpreter, dependencies' date, a retry without it, test tools)."""
     image: str | None = None
     backend: str = ""
     seconds: float = 0.0
@@ -399,6 +405,11 @@ class Task(SQLModel, table=True):
     production_diff: str = Field(default="", sa_column=Column(Text, nullable=False))
     env_spec: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     image: str | None = None
+    build_records: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """Its pair's build records (:attr:`CuratedPair.build_records`): scoring and re-validation build
+    each revision with what they name (the JDK and compiler levels), not with what it would choose."""
+    installed: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    """What each revision's build resolved when it was curated (:attr:`CuratedPair.installed`)."""
     matrix: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     """Per test method, its cells (as in :class:`CurationRecord`)."""
     flaky: bool = False

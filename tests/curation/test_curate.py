@@ -26,8 +26,10 @@ from sqlmodel import col, select
 
 import miner
 from curation import CurateRequest, curate, funnel, task_id
+from runners.tools import MAVEN_VERSION
 from tasks import (
     Candidate,
+    CuratedPair,
     CurationRecord,
     CurationRun,
     Repository,
@@ -158,6 +160,16 @@ def _check_everything(curated: Curated) -> None:
         assert gen["test_ids"] == ["demo.SubtractorTest#testSubtract"]
         assert [f["method"] for f in gen["focal_methods"]] == ["Subtractor.subtract(int,int)"]
         assert upd["test_ids"] == ["demo.GreeterTest#testGreet"]
+        # What each revision was built with and what it resolved go with the task, for scoring.
+        for name in ("rev1", "rev2"):
+            assert [c["name"] for c in gen["build_records"][name]] == ["jdk", "maven"]
+            assert f"maven=={MAVEN_VERSION}" in gen["installed"][name]
+            assert any(
+                entry.startswith("org.junit.jupiter:junit-jupiter-api:") for entry in gen["installed"][name]
+            )
+        with open_store(curated.db).session() as s:
+            pair = s.exec(select(CuratedPair).where(CuratedPair.pair_id == s.get(Task, gen_id).pair_id)).one()
+        assert (pair.build_records, pair.installed) == (gen["build_records"], gen["installed"])
     else:
         assert gen["test_ids"] == ["tests/test_subtractor.py::test_subtract"]
         assert [f["method"] for f in gen["focal_methods"]] == ["subtract"]

@@ -52,10 +52,11 @@ def test_a_jdk_coevo_lacks_is_env_failed_naming_it_and_retried(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    repo = GitRepo(tmp_path / "old-java")
+    repo = GitRepo(tmp_path / "future-java")
     subtract = _m("public int subtract(int a, int b)", "return a - b;")
+    # Java 6 builds now (raised to the oldest level the JDK compiles): a release no JDK has yet.
     repo.commit("initial", "2015-03-01T10:00:00+00:00", {
-        "pom.xml": pom("old", JUPITER_DEPS, release="6"),
+        "pom.xml": pom("future", JUPITER_DEPS, release="99"),
         f"{MAIN}/Adder.java": _java_class("Adder", _m("public int add(int a, int b)", "return a + b;")),
     })  # fmt: skip
     repo.commit("subtract", "2015-03-02T10:00:00+00:00", {
@@ -71,7 +72,7 @@ def test_a_jdk_coevo_lacks_is_env_failed_naming_it_and_retried(
         (record,) = session.exec(select(CurationRecord)).all()
         (pair,) = session.exec(select(CuratedPair)).all()
     assert record.drop_reason == DropReason.ENV_FAILED, record
-    assert "no installed JDK compiles Java 6" in record.detail
+    assert "no installed JDK compiles Java 99" in record.detail
     assert (pair.rev1_build, pair.rev2_build) == ("env_failed", "env_failed")
     # Nothing new without --retry-env; with it, the pair is curated again (a coevo or machine
     # with that JDK would build it) and its rows are replaced, not added to.

@@ -182,8 +182,14 @@ def pom(
     parent: str = "",
     extra_plugins: str = "",
     release: str = "17",
+    level: str = "release",
+    plugins: bool = True,
 ) -> str:
-    """A pom.xml; dependencies are (group, artifact, version, scope); ``parent`` is the parent's artifact."""
+    """A pom.xml; dependencies are (group, artifact, version, scope); ``parent`` is the parent's artifact.
+
+    ``level`` says how ``release`` is declared: ``maven.compiler.release``, or ``source`` and
+    ``target``. Without ``plugins`` no plugin version is pinned: Maven's own defaults build it.
+    """
     deps = "".join(
         f"""
     <dependency>
@@ -209,7 +215,14 @@ def pom(
         if modules
         else ""
     )
-    build = "" if packaging == "pom" else _PLUGINS.format(extra=extra_plugins)
+    build = "" if packaging == "pom" or not plugins else _PLUGINS.format(extra=extra_plugins)
+    if level == "release":
+        declared = f"<maven.compiler.release>{release}</maven.compiler.release>"
+    else:
+        declared = (
+            f"<maven.compiler.source>{release}</maven.compiler.source>\n"
+            f"    <maven.compiler.target>{release}</maven.compiler.target>"
+        )
     return f"""<?xml version="1.0" encoding="UTF-8"?>
 <project xmlns="http://maven.apache.org/POM/4.0.0">
   <modelVersion>4.0.0</modelVersion>{parent_xml}
@@ -218,7 +231,7 @@ def pom(
   <version>1.0</version>
   <packaging>{packaging}</packaging>{modules_xml}
   <properties>
-    <maven.compiler.release>{release}</maven.compiler.release>
+    {declared}
     <project.build.sourceEncoding>UTF-8</project.build.sourceEncoding>
   </properties>
   <dependencies>{deps}
@@ -354,3 +367,144 @@ def unknown_plugin_project(root: Path) -> Path:
             "src/main/java/demo/Calc.java": CALC,
         },
     )
+
+
+# --- projects of other eras -------------------------------------------------------------------------
+
+HEX = """package demo;
+
+import javax.xml.bind.DatatypeConverter;
+
+public final class Hex {
+    public static String of(byte[] bytes) {
+        return DatatypeConverter.printHexBinary(bytes);
+    }
+
+    private Hex() {}
+}
+"""
+"""Java 8 era code: JAXB's ``DatatypeConverter`` was in the JDK until 10."""
+
+HEX_TEST = """package demo;
+
+import static org.junit.Assert.assertEquals;
+
+import org.junit.Test;
+
+public class HexTest {
+    @Test
+    public void printsHex() {
+        assertEquals("CAFE", Hex.of(new byte[] {(byte) 0xca, (byte) 0xfe}));
+    }
+
+    @Test
+    public void printsWrongly() {
+        assertEquals("cafe", Hex.of(new byte[] {(byte) 0xca, (byte) 0xfe}));
+    }
+}
+"""
+"""One passing and one failing test, whatever the JDK (the same outcomes on every backend)."""
+
+CACHE = """package demo;
+
+import com.github.benmanes.caffeine.cache.Cache;
+import com.github.benmanes.caffeine.cache.Caffeine;
+
+public final class Memo {
+    private final Cache<String, Integer> cache = Caffeine.newBuilder().maximumSize(10).build();
+
+    public int lengthOf(String text) {
+        return cache.get(text, String::length);
+    }
+}
+"""
+
+CACHE_TEST = """package demo;
+
+import static org.junit.Assert.assertEquals;
+
+import org.junit.Test;
+
+public class MemoTest {
+    @Test
+    public void remembers() {
+        Memo memo = new Memo();
+        assertEquals(3, memo.lengthOf("abc"));
+        assertEquals(3, memo.lengthOf("abc"));
+    }
+
+    @Test
+    public void countsWrongly() {
+        assertEquals(4, new Memo().lengthOf("abc"));
+    }
+}
+"""
+
+OLD_CALC_TEST = """package demo;
+
+import static org.junit.Assert.assertEquals;
+
+import org.junit.Test;
+
+public class CalcTest {
+    @Test
+    public void adds() {
+        assertEquals(5, Calc.add(2, 3));
+    }
+
+    @Test
+    public void addsWrongly() {
+        assertEquals(6, Calc.add(2, 3));
+    }
+}
+"""
+"""Tests that old compilers take: one passes, one fails."""
+
+ERA_TESTS = {
+    "maven-defaults": ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"],
+    "source-1.6": ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"],
+    "jaxb": ["demo.HexTest#printsHex", "demo.HexTest#printsWrongly"],
+    "java-11-library": ["demo.MemoTest#remembers", "demo.MemoTest#countsWrongly"],
+}
+"""The tests of each project of :func:`era_project`: the first passes, the second fails."""
+
+
+def era_project(root: Path, kind: str) -> Path:
+    """A project of an older era, by ``kind`` (a key of :data:`ERA_TESTS`):
+
+    - ``maven-defaults``: ``maven.compiler.release`` 8 and no plugin versions; Maven 3.8's default
+      compiler plugin (3.1) ignores ``release`` and asks javac for Java 5.
+    - ``source-1.6``: source and target 1.6, which JDK 12 and later no longer compile.
+    - ``jaxb``: source and target 1.8, using ``javax.xml.bind`` (in the JDK until 10).
+    - ``java-11-library``: source and target 1.8 with Caffeine 3, whose classes are Java 11's:
+      JDK 8's javac cannot read them.
+    """
+    junit = [("junit", "junit", JUNIT4, "test")]
+    files = {
+        "maven-defaults": {
+            "pom.xml": pom("defaults", junit, release="8", plugins=False),
+            "src/main/java/demo/Calc.java": CALC,
+            "src/test/java/demo/CalcTest.java": OLD_CALC_TEST,
+        },
+        "source-1.6": {
+            "pom.xml": pom("six", junit, release="1.6", level="source"),
+            "src/main/java/demo/Calc.java": CALC,
+            "src/test/java/demo/CalcTest.java": OLD_CALC_TEST,
+        },
+        "jaxb": {
+            "pom.xml": pom("jaxb", junit, release="1.8", level="source"),
+            "src/main/java/demo/Hex.java": HEX,
+            "src/test/java/demo/HexTest.java": HEX_TEST,
+        },
+        "java-11-library": {
+            "pom.xml": pom(
+                "memo",
+                [("com.github.ben-manes.caffeine", "caffeine", "3.1.8", "compile"), *junit],
+                release="1.8",
+                level="source",
+            ),
+            "src/main/java/demo/Memo.java": CACHE,
+            "src/test/java/demo/MemoTest.java": CACHE_TEST,
+        },
+    }
+    return write(root, files[kind])

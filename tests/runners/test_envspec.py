@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from runners import BrokenBuildFile, EnvSpec, FolderTree, GitTree, NoBuildFound, detect_env
-from runners.envspec import maven_build_files
+from runners.envspec import maven_build_files, resolve_python
 from tests.miner.histories import java_history
 
 POM = """<?xml version="1.0"?>
@@ -88,6 +90,29 @@ def test_multi_module_with_release_inherited_from_the_parent(tmp_path: Path) -> 
     assert spec.module_for("application/X.java") == ""
 
 
+@pytest.mark.parametrize(
+    ("body", "level"),
+    [
+        ("<properties><maven.compiler.source>1.6</maven.compiler.source>"
+         "<maven.compiler.target>1.6</maven.compiler.target></properties>",
+         ("maven.compiler.source", "maven.compiler.target")),
+        ("<properties><maven.compiler.release>8</maven.compiler.release></properties>",
+         ("maven.compiler.release", "maven.compiler.source", "maven.compiler.target")),
+        ("<properties><jdk>1.5</jdk><java.version>1.5</java.version></properties>"
+         "<build><plugins><plugin><artifactId>maven-compiler-plugin</artifactId><configuration>"
+         "<source>${jdk}</source><target>${java.version}</target></configuration></plugin></plugins></build>",
+         ("maven.compiler.source", "maven.compiler.target", "jdk")),
+        ("", ()),
+    ],
+    ids=["source-target", "release", "plugin-properties", "undeclared"],
+)  # fmt: skip
+def test_the_properties_that_carry_the_compiler_level(
+    tmp_path: Path, body: str, level: tuple[str, ...]
+) -> None:
+    """What coevo sets to raise a level; ``java.*`` are the JVM's own properties too, never set."""
+    assert detect_env(_tree(tmp_path, {"pom.xml": _pom(body=body)}), "java").java_level == level
+
+
 def test_broken_and_missing_poms_are_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(BrokenBuildFile, match=r"^pom.xml is not well-formed XML: .*line 2"):
         detect_env(_tree(tmp_path, {"pom.xml": "<project>\n<oops></project>"}), "java")
@@ -140,8 +165,8 @@ def test_python_version_and_install(
 ) -> None:
     spec = detect_env(_tree(tmp_path, files), "python")
     assert spec.language_version == version
-    assert list(spec.install) == [*install, ("pytest", "coverage")]
-    assert spec.build_tool == "pip"
+    assert list(spec.install) == install  # coevo's own test tools are the venv's business
+    assert (spec.build_tool, spec.packages_before) == ("pip", None)
 
 
 def test_broken_pyproject_and_no_python_build(tmp_path: Path) -> None:
@@ -155,7 +180,13 @@ def test_git_revision_is_read_without_a_checkout(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
     tree = GitTree(repo.path, repo.shas["initial"])
     spec = detect_env(tree, "java")
-    assert spec == EnvSpec(language="java", language_version="17", build_tool="maven", modules=("",))
+    assert spec == EnvSpec(
+        language="java",
+        language_version="17",
+        build_tool="maven",
+        modules=("",),
+        java_level=("maven.compiler.release", "maven.compiler.source", "maven.compiler.target"),
+    )
     assert "java 17 from pom.xml property maven.compiler.release" in spec.notes
     assert tree.list_dir("src/main/java/demo") == ["Calculator.java"]
     assert tree.list_dir("no/such/folder") == []
@@ -175,3 +206,60 @@ def test_maven_build_files_are_the_module_poms_and_maven_settings(tmp_path: Path
     found = maven_build_files(tree, detect_env(tree, "java"))
     assert sorted(found) == [".mvn/maven.config", "core/pom.xml", "pom.xml"]
     assert found["core/pom.xml"] == files["core/pom.xml"].encode()
+
+
+# --- Python of its era, dependencies as of its date ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("files", "committed", "version", "declared"),
+    [
+        # Declared 3.6+: the newest released before the commit (3.10 came out on 2021-10-04).
+        ({"setup.py": "setup(name='p', python_requires='>=3.6')\n"}, "2021-06-15T23:30:00-05:00", "3.9",
+         ("3.6", "3.7", "3.8", "3.9", "3.10", "3.11", "3.12", "3.13", "3.14")),
+        # requires-python narrowed to what the classifiers list.
+        ({"setup.cfg": "[metadata]\nclassifiers =\n    Programming Language :: Python :: 3.7\n"
+                       "    Programming Language :: Python :: 3.8\n[options]\npython_requires = >=3.6\n"},
+         "2023-05-01T00:00:00Z", "3.8", ("3.7", "3.8")),
+        # Nothing declared: the newest Python released before the day.
+        ({"requirements.txt": "six\n"}, "2022-10-24T12:00:00Z", "3.10", ()),
+        ({"requirements.txt": "six\n"}, "2022-10-25T00:00:00Z", "3.11", ()),
+        # Older than anything declared: the oldest declared.
+        ({"pyproject.toml": '[project]\nname="p"\nrequires-python=">=3.12"\n'}, "2020-01-01T00:00:00Z",
+         "3.12", ("3.12", "3.13", "3.14")),
+    ],
+)  # fmt: skip
+def test_a_dated_revision_asks_for_the_python_of_its_era(
+    tmp_path: Path, files: dict[str, str], committed: str, version: str, declared: tuple[str, ...]
+) -> None:
+    moment = datetime.fromisoformat(committed)
+    spec = detect_env(_tree(tmp_path, files), "python", moment)
+    assert (spec.language_version, spec.python_declared) == (version, declared)
+    # The day in UTC: 23:30 at UTC-5 is the next day there.
+    assert spec.packages_before == f"{moment.astimezone(UTC).date().isoformat()}T00:00:00Z"
+    assert spec.notes[0].startswith(f"python {version}: ")
+    assert spec.notes[1].startswith(f"dependencies: as of {spec.packages_before[:10]}")
+
+
+def test_the_backend_chooses_among_its_own_pythons_and_says_why(tmp_path: Path) -> None:
+    tree = _tree(tmp_path, {"setup.py": "setup(name='p', python_requires='>=3.6')\n"})
+    spec = detect_env(tree, "python", datetime(2022, 3, 1, tzinfo=UTC))
+    assert spec.language_version == "3.10"
+    docker = resolve_python(spec, {"3.9", "3.11", "3.13"}, "Docker")
+    assert docker.language_version == "3.9"
+    assert docker.notes[-1] == (
+        "python 3.9 (Docker): the newest released before 2022-03-01 of 3.6-3.14"
+        " (setup.py python_requires '>=3.6'); 3.10 is not here"
+    )
+    assert resolve_python(spec, {"3.6", "3.7", "3.10", "3.11"}, "host").language_version == "3.10"
+    # None of the declared versions here: the closest to what it asks for.
+    only = dataclasses.replace(spec, python_declared=("3.7",), python_declared_by="tox.ini envlist")
+    closest = resolve_python(only, {"3.9", "3.11"}, "Docker")
+    assert closest.language_version == "3.9"
+    assert "the closest here to 3.7" in closest.notes[-1]
+    assert (
+        resolve_python(
+            dataclasses.replace(spec, packages_before=None), {"3.9", "3.11"}, "host"
+        ).language_version
+        == "3.11"
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -14,7 +15,8 @@ import pytest
 
 from runners import EnvSpec
 from runners.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, docker_client, remove_leftovers
-from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan
+from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan, docker_pythons
+from runners.jdk import NoSuitableJdk
 from runners.scratch import remove_dead_scratch
 from tasks import Owner
 
@@ -28,21 +30,61 @@ def test_java_plan_renders_with_ca_and_tools(tmp_path: Path) -> None:
     jar = tmp_path / "junit.jar"
     jar.write_bytes(b"jar")
     plan = base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar})
-    assert plan.tag.startswith("coevo-base:java17-")
-    assert "FROM debian:bookworm-slim" in plan.dockerfile
-    assert "openjdk-17-jdk-headless maven" in plan.dockerfile
+    assert plan.tag.startswith("coevo-base:java11-")  # the JDK of Java 11's era
+    assert "FROM debian:bullseye-slim" in plan.dockerfile
+    assert "openjdk-11-jdk-headless maven" in plan.dockerfile
     assert "COPY tools/junit-console.jar /opt/coevo/tools/junit-console.jar" in plan.dockerfile
     assert "host-ca-%03d.crt" in plan.dockerfile
-    assert plan.notes == ("java 11 is built with JDK 17 (Debian bookworm's), which targets it",)
+    assert plan.notes == ()
     assert dict(plan.context) == {"ca-certificates.crt": ca, "tools/junit-console.jar": jar}
     assert b"<artifactId>pitest-command-line</artifactId>" in dict(plan.files)["pit/pom.xml"]
     with_maven = base_image_plan(JAVA, tool_jars={"junit-console.jar": jar}, maven_archive=jar)
-    assert "openjdk-17-jdk-headless git" in with_maven.dockerfile  # Maven comes from the archive
+    assert "openjdk-11-jdk-headless git" in with_maven.dockerfile  # Maven comes from the archive
     assert "tar -xzf /tmp/maven.tar.gz" in with_maven.dockerfile
     # Same inputs, same tag; a changed CA bundle, a new image.
     assert base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar}).tag == plan.tag
     ca.write_text("-----BEGIN CERTIFICATE-----\nBBB\n-----END CERTIFICATE-----\n")
     assert base_image_plan(JAVA, ca_bundle=ca, tool_jars={"junit-console.jar": jar}).tag != plan.tag
+
+
+JDK8_AND_PITS_JAVA = "openjdk-8-jdk-headless openjdk-17-jre-headless git"
+"""PIT runs on Java 11 or later: the JDK 8 image has a Java 17 for it."""
+
+
+@pytest.mark.parametrize(
+    ("release", "level", "key", "debian", "packages"),
+    [
+        ("6", (), "java8", "sid", JDK8_AND_PITS_JAVA),
+        ("8", ("maven.compiler.source",), "java8", "sid", JDK8_AND_PITS_JAVA),
+        ("8", ("maven.compiler.release",), "java11", "bullseye", "openjdk-11-jdk-headless git"),  # --release
+        ("17", (), "java17", "bookworm", "openjdk-17-jdk-headless git"),
+        ("21", (), "java21", "trixie", "openjdk-21-jdk-headless git"),
+        ("24", (), "java25", "trixie", "openjdk-25-jdk-headless git"),
+    ],
+)  # fmt: skip
+def test_java_images_have_the_jdk_of_the_releases_era(
+    tmp_path: Path, release: str, level: tuple[str, ...], key: str, debian: str, packages: str
+) -> None:
+    archive = tmp_path / "maven.tar.gz"
+    archive.write_bytes(b"maven")
+    spec = EnvSpec("java", release, "maven", modules=("",), java_level=level)
+    plan = base_image_plan(spec, maven_archive=archive)
+    assert plan.key == key and plan.tag.startswith(f"coevo-base:{key}-")
+    assert f"FROM debian:{debian}-slim\n" in plan.dockerfile
+    assert f"ca-certificates {packages} socat" in plan.dockerfile
+    assert f"ENV JAVA_HOME=/usr/lib/jvm/java-{key[4:]}-openjdk-amd64" in plan.dockerfile
+    # A configured image for that JDK replaces the Debian suite.
+    custom = base_image_plan(spec, {key: "registry.local/debian:x"}, maven_archive=archive)
+    assert "FROM registry.local/debian:x\n" in custom.dockerfile and custom.tag != plan.tag
+
+
+def test_no_image_for_a_jdk_coevo_does_not_provide() -> None:
+    with pytest.raises(
+        NoSuitableJdk, match=r"no JDK in coevo's images compiles Java 26 \(JDK 8, 11, 17, 21, 25\)"
+    ):
+        base_image_plan(EnvSpec("java", "26", "maven"))
+    with pytest.raises(NoSuitableJdk, match="coevo's images provide JDK 8, 11, 17, 21, 25, not JDK 23"):
+        base_image_plan(JAVA, jdk=23)
 
 
 def test_python_plan_without_ca_and_with_a_configured_base() -> None:
@@ -55,10 +97,28 @@ def test_python_plan_without_ca_and_with_a_configured_base() -> None:
     assert custom.tag != plan.tag
 
 
+def test_each_era_python_starts_from_the_debian_suite_that_packages_it() -> None:
+    assert docker_pythons() == {"3.9", "3.11", "3.13"}
+    assert docker_pythons({"python3.12": "registry.local/py:3.12", "java21": "x"}) == {
+        "3.9",
+        "3.11",
+        "3.12",
+        "3.13",
+    }
+    for version, suite in (("3.9", "bullseye"), ("3.11", "bookworm"), ("3.13", "trixie")):
+        plan = base_image_plan(dataclasses.replace(PYTHON, language_version=version))
+        assert plan.tag.startswith(f"coevo-base:python{version}-") and plan.notes == ()
+        assert f"FROM debian:{suite}-slim" in plan.dockerfile
+        assert f"python{version} python{version}-venv" in plan.dockerfile
+    unpackaged = base_image_plan(dataclasses.replace(PYTHON, language_version="3.10"))
+    assert "FROM debian:bookworm-slim" in unpackaged.dockerfile
+    assert unpackaged.notes == ("python 3.10 runs on Python 3.11 (Debian bookworm's)",)
+
+
 def test_deps_plan_is_keyed_by_the_build_files_and_arguments() -> None:
     base = base_image_plan(JAVA)
     deps = deps_image_plan(base, {"pom.xml": b"<project/>", "core/pom.xml": b"<project/>"})
-    assert deps.tag.startswith("coevo-deps:java17-") and deps.base == base.tag
+    assert deps.tag.startswith("coevo-deps:java11-") and deps.base == base.tag
     assert base.tag in deps.script and not deps.dockerfile  # run in a container of the base, committed
     assert "-Dmaven.repo.local=/opt/coevo/m2" in deps.script and "--fail-never" in deps.script
     assert dict(deps.files) == {"core/pom.xml": b"<project/>", "pom.xml": b"<project/>"}

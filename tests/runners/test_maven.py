@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from runners import (
+    BuildChoice,
     BuildResult,
     EnvSpec,
     FolderTree,
@@ -29,11 +30,11 @@ from runners import (
     get_build_tool,
 )
 from runners.jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
-from runners.maven import CROSS_CLASSES_DIR, MavenTool, NotBuilt, build_command, classpath_file
+from runners.maven import CROSS_CLASSES_DIR, MavenTool, NotBuilt, build_command, classpath_file, maven_choice
 from runners.mutation import FocalMethod
 from runners.results import cause_line
 from runners.sandbox import ExecResult
-from runners.tools import ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
+from runners.tools import MAVEN_VERSION, ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
 
 from . import maven_projects as projects
 
@@ -356,6 +357,12 @@ def test_build_command_uses_a_recent_wrapper_and_the_shared_repository() -> None
     assert build_command(spec, "/m2")[0] == "mvn"  # no wrapper properties: mvnw cannot work
     plain = EnvSpec(language="java", language_version="17", build_tool="maven")
     assert build_command(plain, "/m2", wrapper_properties=recent)[0] == "mvn"
+    assert build_command(plain, "/m2", maven="/tools/maven/bin/mvn")[0] == "/tools/maven/bin/mvn"
+    # What the build record says: the wrapper's Maven wins when it is recent, else coevo's.
+    wrapped = BuildChoice("maven", "3.9.6 (wrapper)", "the project's wrapper pins it")
+    assert maven_choice(spec, recent) == wrapped
+    assert maven_choice(spec, old).value == maven_choice(plain, None).value == MAVEN_VERSION
+    assert "wrapper pins Maven 3.1.1, older than 3.6.3" in maven_choice(spec, old).why
 
 
 def test_the_launcher_replaces_the_projects_junit_but_not_its_classes() -> None:

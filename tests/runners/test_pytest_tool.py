@@ -6,6 +6,7 @@ this module, and shared between its tests; the tests that build one are marked s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import threading
@@ -22,10 +23,15 @@ from runners.sandbox import ExecResult
 from runners.venvs import (
     MARKER,
     VENVS_ENV,
+    VenvBuildFailed,
+    _worth_retrying,
+    dates_installs,
     environment_key,
     find_python,
     import_paths,
     locate_python,
+    pip_pin,
+    tool_pins,
     venv_for,
     venv_note,
 )
@@ -150,6 +156,61 @@ def test_the_environment_key_follows_install_arguments_and_file_contents(tmp_pat
     assert environment_key(spec, FolderTree(root), "python 3.11.2") != changed
 
 
+def test_the_environment_key_follows_the_date_and_the_index_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = write(tmp_path, {"requirements.txt": "six\n"})
+    spec = EnvSpec("python", "3.11", "pip", install=(("-r", "requirements.txt"),))
+    today = environment_key(spec, FolderTree(root), "python 3.11.2")
+    dated = dataclasses.replace(spec, packages_before="2021-06-15T00:00:00Z")
+    key = environment_key(dated, FolderTree(root), "python 3.11.2")
+    assert key != today
+    later = dataclasses.replace(spec, packages_before="2021-06-16T00:00:00Z")
+    assert environment_key(later, FolderTree(root), "python 3.11.2") != key
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    mirrored = environment_key(dated, FolderTree(root), "python 3.11.2")
+    assert mirrored != key
+    # A constraint file changes what resolves: its name and its content are part of the key.
+    constraints = tmp_path / "constraints.txt"
+    constraints.write_text("six==1.16.0\n")
+    monkeypatch.setenv("PIP_CONSTRAINT", str(constraints))
+    constrained = environment_key(dated, FolderTree(root), "python 3.11.2")
+    constraints.write_text("six==1.15.0\n")
+    assert len({mirrored, constrained, environment_key(dated, FolderTree(root), "python 3.11.2")}) == 3
+    # A task's recorded environment is a venv of its own.
+    pinned = dataclasses.replace(spec, pins=("python==3.11.2", "six==1.16.0"))
+    assert environment_key(pinned, FolderTree(root), "python 3.11.2") != environment_key(
+        spec, FolderTree(root), "python 3.11.2"
+    )
+
+
+def test_pip_and_the_test_tools_are_pinned_per_python() -> None:
+    assert [pip_pin(v) for v in ("3.6", "3.7", "3.8", "3.9", "3.13")] == [
+        "21.3.1",
+        "24.0",
+        "25.0.1",
+        "26.0.1",
+        "26.0.1",
+    ]
+    assert [dates_installs(v) for v in ("3.8.18", "3.9.2", "3.11 in coevo-base:python3.11-x")] == [
+        False,
+        True,
+        True,
+    ]
+    assert tool_pins("3.6.15") == {"pytest": "7.0.1", "coverage": "6.2"}
+    assert tool_pins("3.12") == tool_pins("3.8") == {"pytest": "8.3.5", "coverage": "7.6.1"}
+
+
+def test_a_dated_install_is_retried_only_for_the_revisions_own_reasons() -> None:
+    def failure(output: str, timed_out: bool = False) -> VenvBuildFailed:
+        return VenvBuildFailed("x", ExecResult(1, "", output, 1.0, timed_out=timed_out))
+
+    assert _worth_retrying(failure("ERROR: No matching distribution found for urllib3>=2"))
+    assert not _worth_retrying(failure("WARNING: Retrying (Retry(total=4 ...)) after connection broken"))
+    assert not _worth_retrying(failure("", timed_out=True))
+    assert not _worth_retrying(VenvBuildFailed("no log"))
+
+
 def test_src_layouts_put_src_on_the_path(tmp_path: Path) -> None:
     assert import_paths(tmp_path) == (tmp_path,)
     write(tmp_path, {"src/pkg/__init__.py": ""})
@@ -183,7 +244,7 @@ def test_the_registry_knows_pip() -> None:
 def test_a_pyproject_project_installs_its_dependencies_but_not_itself(
     calc_built: Path, calc_spec: EnvSpec, venvs: Path
 ) -> None:
-    assert calc_spec.install == (("-e", ".[test]"), ("pytest", "coverage"))
+    assert calc_spec.install == (("-e", ".[test]"),)
     venv = venv_for(calc_spec, calc_built)
     assert venv.parent == venvs and (venv / MARKER).is_file() and venv_note(venv) == ""
     site = next(venv.glob("lib/python*/site-packages"))
@@ -507,7 +568,7 @@ def test_coverage_gives_each_test_exactly_the_lines_it_ran(calc_built: Path, cal
 
 
 class CountingSandbox(LocalSandbox):
-    """A LocalSandbox that counts the pip installs run through it."""
+    """A LocalSandbox that counts the venvs created through it (each build creates one)."""
 
     installs: list[Sequence[str]]
 
@@ -522,7 +583,7 @@ class CountingSandbox(LocalSandbox):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
-        if list(argv[1:4]) == ["-m", "pip", "install"]:
+        if list(argv[1:3]) == ["-m", "venv"]:
             self.installs.append(argv)
         return super().exec(argv, timeout, env, cwd)
 

@@ -1,0 +1,146 @@
+"""Revisions of older eras build as they were built then: coevo's Maven on every backend, the JDK of
+their release (or the one a failure points to), levels too old for the JDK raised; and each build
+records what it chose and resolved, which a later build of the same task reuses."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from runners import BuildChoice
+from runners.jdk import find_jdks, oldest_level
+from runners.revisions import BuiltRevision, prepare_revision
+from runners.tools import MAVEN_VERSION
+from tests.gitrepo import GitRepo
+from tests.runners import maven_projects
+
+DATE = "2019-03-01T10:00:00+00:00"
+PASS_FAIL = ["pass", "fail"]
+
+
+def _history(root: Path, kind: str, declared: bool = True) -> tuple[Path, str]:
+    """The era project ``kind`` committed once; without ``declared`` its pom names no Java level."""
+    maven_projects.era_project(root, kind)
+    if not declared:
+        pom = root / "pom.xml"
+        level = r"\s*<maven\.compiler\.(source|target)>[^<]*</maven\.compiler\.\1>"
+        pom.write_text(re.sub(level, "", pom.read_text()))
+    repo = GitRepo(root)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "start", date=DATE)
+    return root, repo.git("rev-parse", "HEAD")
+
+
+def _build(
+    work: Path, history: tuple[Path, str], backend: str, record: list[BuildChoice] | None = None
+) -> BuiltRevision:
+    path, sha = history
+    return prepare_revision(work, path, sha, "java", backend, timeout=900, build_record=record or ())
+
+
+def _outcomes(built: BuiltRevision, tests: list[str]) -> list[str]:
+    """Each test's outcome, run where the revision was built (offline, caches read-only)."""
+    assert built.status == "ok", built.message
+    assert built.environment is not None and built.spec is not None and built.worktree is not None
+    runner = built.environment.sandbox(built.worktree, built.repository)
+    try:
+        run = built.environment.tool.run_tests(runner, built.spec, tests, timeout=300)
+    finally:
+        runner.close()
+    found = {result.test: str(result.outcome) for result in run.results}
+    return [found[test] for test in tests]
+
+
+def _chosen(built: BuiltRevision) -> dict[str, str]:
+    return {choice.name: choice.value for choice in built.choices}
+
+
+@pytest.mark.maven
+def test_compiler_release_without_plugin_versions_builds_on_the_host_with_coevos_maven(
+    tmp_path: Path,
+) -> None:
+    """Maven 3.8's default compiler plugin (3.1) ignores ``maven.compiler.release`` and asks javac 17
+    for Java 5 ("Source option 5 is no longer supported"); coevo's Maven 3.9 builds it."""
+    history = _history(tmp_path / "defaults", "maven-defaults")
+    built = _build(tmp_path / "work", history, "local")
+    assert _outcomes(built, maven_projects.ERA_TESTS["maven-defaults"]) == PASS_FAIL
+    assert _chosen(built)["maven"] == MAVEN_VERSION
+    assert f"maven=={MAVEN_VERSION}" in built.installed and "junit:junit:4.13.2" in built.installed
+    assert any(entry.startswith("java==") for entry in built.installed)
+
+
+@pytest.mark.maven
+@pytest.mark.docker
+def test_source_1_6_builds_raised_on_the_hosts_jdk_and_as_declared_on_jdk_8_in_docker(tmp_path: Path) -> None:
+    """JDK 12 and later no longer compile Java 6: on the host (JDK 17 and 25) the level is raised to
+    the oldest the JDK compiles, and recorded; coevo's images have JDK 8, which compiles it as it is.
+    Both give the same outcomes."""
+    history = _history(tmp_path / "six", "source-1.6")
+    tests = maven_projects.ERA_TESTS["source-1.6"]
+    local = _build(tmp_path / "work", history, "local")
+    docker = _build(tmp_path / "work", history, "docker")
+    assert _outcomes(local, tests) == _outcomes(docker, tests) == PASS_FAIL
+    oldest = oldest_level(min(jdk.feature for jdk in find_jdks()))
+    raised = f"maven.compiler.source={oldest} maven.compiler.target={oldest}" if oldest > 6 else None
+    assert _chosen(local).get("level") == raised
+    assert _chosen(docker)["jdk"] == "8" and "level" not in _chosen(docker)
+    assert any(entry.startswith("java==1.8.") for entry in docker.installed)
+
+
+@pytest.mark.maven
+@pytest.mark.docker
+def test_a_java_8_era_project_is_retried_on_jdk_8_in_docker_and_reused_when_built_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its pom declares no level, so it first builds on coevo's default JDK 17, where JAXB is gone;
+    the failure names the JDKs that have it, and the build is tried once on JDK 8, which is recorded,
+    and the tests run there. Built again, nothing is rebuilt. A host without a JDK 8 to 10 says so."""
+    history = _history(tmp_path / "jaxb", "jaxb", declared=False)
+    tests = maven_projects.ERA_TESTS["jaxb"]
+    started = time.monotonic()
+    docker = _build(tmp_path / "work", history, "docker")
+    first = time.monotonic() - started
+    assert _outcomes(docker, tests) == PASS_FAIL
+    assert _chosen(docker)["jdk"] == "8"
+    assert _chosen(docker)["retry"] == "JDK 17 -> JDK 8"
+    retry = next(choice for choice in docker.choices if choice.name == "retry")
+    assert "javax.xml.bind (JAXB) was removed from the JDK after 10" in retry.why
+    started = time.monotonic()
+    again = _build(tmp_path / "work", history, "docker")
+    second = time.monotonic() - started
+    assert again.choices == docker.choices and again.installed == docker.installed
+    assert _outcomes(again, tests) == PASS_FAIL  # in the JDK 8 environment, not the first plan's
+    with capsys.disabled():
+        print(f"\n  JAXB project in Docker: built in {first:.1f}s (17, then 8), again in {second:.1f}s")
+
+    local = _build(tmp_path / "work", history, "local")
+    if any(jdk.feature <= 10 for jdk in find_jdks()):
+        assert _outcomes(local, tests) == PASS_FAIL
+    else:
+        assert local.status == "env_failed"
+        assert "it needs JDK 8 to 10; install one" in local.message
+
+
+@pytest.mark.maven
+def test_a_task_builds_with_the_jdk_and_levels_its_record_names(tmp_path: Path) -> None:
+    """Scoring later builds a revision as curation recorded it, not as it would choose now; a build
+    made otherwise is made again, and one made so is reused."""
+    history = _history(tmp_path / "six", "source-1.6")
+    work = tmp_path / "work"
+    chosen = _build(work, history, "local")
+    newest = max(find_jdks(), key=lambda jdk: jdk.feature).feature
+    if newest == int(_chosen(chosen)["jdk"]):
+        pytest.skip("this host has one JDK: no other to record")
+    record = [
+        BuildChoice("jdk", str(newest), "recorded"),
+        BuildChoice("level", "maven.compiler.source=8 maven.compiler.target=8", "recorded"),
+    ]
+    recorded = _build(work, history, "local", record)
+    assert _outcomes(recorded, maven_projects.ERA_TESTS["source-1.6"]) == PASS_FAIL
+    assert (_chosen(recorded)["jdk"], _chosen(recorded)["level"]) == (str(newest), record[1].value)
+    assert any(entry.startswith(f"java=={newest}") for entry in recorded.installed)
+    assert _build(work, history, "local", record).worktree == recorded.worktree
+    assert _chosen(_build(work, history, "local"))["jdk"] == str(newest)  # no record: what was built
