@@ -171,7 +171,9 @@ def main() -> int:
     parser.add_argument("--repos-dir", type=Path, help="a folder holding one clone per repository")
     parser.add_argument("--results", type=Path, required=True, help="where the stores are kept")
     parser.add_argument("--cache", type=Path, help="coevo at the baseline and each behaviour's caches")
-    parser.add_argument("--baseline-ref", default="main~1", help="the old behaviour's coevo (a git ref)")
+    parser.add_argument(
+        "--baseline-ref", default="63083d0", help="the old behaviour's coevo (default: main before issue 13)"
+    )
     parser.add_argument("--only", choices=BEHAVIOURS, help="run one behaviour (report what is kept)")
     parser.add_argument("--pairs", type=int, help="pairs per window (default: each window's own)")
     parser.add_argument("--backend", default="docker", choices=("docker", "local"))
