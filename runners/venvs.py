@@ -697,6 +697,7 @@ def _install(
         pins.write_text("".join(f"{pin}\n" for pin in spec.pins if not pin.startswith("python==")))
         dated = ["-c", str(pins)]
     for args in spec.install:
+        _plain_requirement_files(copy, args)
         argv = [python, "-m", "pip", "install", *dated, *_without_editable(args)]
         _pip(sandbox, argv, env, str(copy), deadline, " ".join(args))
     present = _installed(venv, sandbox, deadline)
@@ -791,6 +792,34 @@ def _without_editable(args: tuple[str, ...]) -> list[str]:
             continue
         kept.append(arg.split("=", 1)[1] if arg.startswith("--editable=") else arg)
     return kept
+
+
+_EDITABLE_LINE = re.compile(r"^(\s*)(?:-e|--editable)(?:\s+|=)(\.\S*|\./\S*)\s*$", re.MULTILINE)
+
+
+def _plain_requirement_files(copy: Path, args: tuple[str, ...], depth: int = 0) -> None:
+    """The requirement files ``args`` name (and those they include), in the staging copy, with
+    ``-e .`` lines made plain, as :func:`_without_editable` does for arguments: an editable
+    install needs a PEP 660 backend, which a dated install's setuptools (before 64, 2022) lacks."""
+    names = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-r", "--requirement")]
+    names += [arg.split("=", 1)[1] for arg in args if arg.startswith("--requirement=")]
+    for name in names:
+        path = copy / name
+        if (
+            depth > 5
+            or path.is_symlink()
+            or not path.is_file()
+            or not path.resolve().is_relative_to(copy.resolve())
+        ):
+            continue
+        text = path.read_text(errors="surrogateescape")
+        plain = _EDITABLE_LINE.sub(r"\1\2", text)
+        if plain != text:
+            path.write_text(plain, errors="surrogateescape")
+        nested = re.findall(r"^\s*(?:-r|--requirement)(?:\s+|=)(\S+)", plain, re.MULTILINE)
+        base = str(Path(name).parent)
+        for inner in nested:
+            _plain_requirement_files(copy, ("-r", str(Path(base) / inner)), depth + 1)
 
 
 def _scm_version_env(project: Path) -> dict[str, str]:
