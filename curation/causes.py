@@ -46,7 +46,7 @@ def failure_cause(outcome: str, message: str, test_names: Collection[str]) -> st
     return PRODUCTION_API
 
 
-def test_side_names(paths_and_helpers: dict[str, Collection[str]]) -> frozenset[str]:
+def names_of_test_code(paths_and_helpers: dict[str, Collection[str]]) -> frozenset[str]:
     """The names by which a failure can name test code: each changed test file's class or module
     (``FooTest``, ``tests.helpers``, ``helpers``) and the helpers it defines."""
     names: set[str] = set()

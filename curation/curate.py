@@ -73,7 +73,7 @@ from tasks import (
     utcnow,
 )
 
-from .causes import TEST_CODE, failure_cause, test_side_names
+from .causes import TEST_CODE, failure_cause, names_of_test_code
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
@@ -584,7 +584,7 @@ class _PairCurator:
         if "ON" in item.cells and item.cells["ON"].coverage is not None:
             before = _production_lines(item.cells["ON"].coverage, self.patterns)
             improved = any(lines - before.get(path, frozenset()) for path, lines in production.items())
-        others = test_side_names({p: h for p, h in self.test_side.items() if p != candidate.test_file})
+        others = names_of_test_code({p: h for p, h in self.test_side.items() if p != candidate.test_file})
         on_test_code = frozenset(
             cell
             for cell in ("NO", "ON")

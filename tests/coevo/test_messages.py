@@ -4,8 +4,9 @@ Two real failures that print a useless first line: a project whose ``addopts`` n
 that is not installed (pytest's first line is its usage), and a test using a fixture that does
 not exist (pytest's report begins with where the test is). A history holds both, and a
 parametrized failure; ``coevo run``, ``funnel``, ``env build``, ``env test``, ``score`` and
-``show-run`` run as a user runs them, on the host. Where ``$SHAPES_ASYNCIO`` is set, the
-project's ``conftest.py`` provides the option its ``addopts`` names, as pytest-asyncio would.
+``show-run`` run as a user runs them, on the host. Where ``$SHAPES_PLUGIN`` is set, the
+project's ``conftest.py`` provides the option its ``addopts`` names, as a plugin would (an option
+no known plugin provides: coevo installs pytest-asyncio for ``--asyncio-mode`` itself).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tasks import CurationRecord, Task, Track, open_store
 from tests.gitrepo import GitRepo
 
 EXE = Path(sys.executable).parent / "coevo"
-USAGE_CAUSE = "unrecognized arguments: --asyncio-mode=strict"
+USAGE_CAUSE = "unrecognized arguments: --shapes-mode=strict"
 FIXTURE_CAUSE = "fixture 'missing_db' not found"
 PARAMETER_CAUSE = "AssertionError: assert 'm' == 'cm'"
 TESTS = "tests/test_shapes.py"
@@ -55,8 +56,8 @@ import os
 
 
 def pytest_addoption(parser):
-    if os.environ.get("SHAPES_ASYNCIO"):  # where pytest-asyncio is installed
-        parser.addoption("--asyncio-mode")
+    if os.environ.get("SHAPES_PLUGIN"):  # where the project's own plugin is installed
+        parser.addoption("--shapes-mode")
 """
 AGENT_TEST = (
     "from shapes import diagonal\n\n\ndef test_diagonal(missing_db):\n    assert diagonal(3, 4) == 5\n"
@@ -88,7 +89,7 @@ def shapes_history(path: Path) -> GitRepo:
         "2024-05-01T10:00:00+00:00",
         {
             "requirements.txt": "pytest\n",
-            "pytest.ini": "[pytest]\naddopts = --asyncio-mode=strict\n",
+            "pytest.ini": "[pytest]\naddopts = --shapes-mode=strict\n",
             "conftest.py": PLUGIN,
             "shapes.py": code,
             TESTS: tests,
@@ -114,7 +115,7 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
         **os.environ,
         "COEVO_WORK": str(root / "work"),
         "COEVO_VENVS": str(root / "venvs"),
-        "SHAPES_ASYNCIO": "1",
+        "SHAPES_PLUGIN": "1",
     }
     repo = shapes_history(root / "shapes")
     db = root / "coevo.db"
@@ -138,7 +139,7 @@ def test_funnel_names_the_cause_of_every_drop(curated: Curated) -> None:
     assert [line.split(None, 2)[2] for line in units] == [f"NN fail: [m]: {PARAMETER_CAUSE}"]
     built = [line for line in causes if line.startswith("build_failed")]
     assert built and all(USAGE_CAUSE in line for line in built), built
-    assert built == [f"build_failed             1  rev1 {unplugged}: python -m pytest: error: {USAGE_CAUSE}"]
+    assert built == [f"build_failed             1  rev1 {unplugged}: __main__.py: error: {USAGE_CAUSE}"]
     assert all(USAGE_CAUSE in line or FIXTURE_CAUSE in line or PARAMETER_CAUSE in line for line in causes)
 
     data = json.loads(curated.coevo("funnel", "--db", str(curated.db), "--json").stdout)
@@ -159,8 +160,8 @@ def test_stored_details_and_cells_keep_the_whole_message(curated: Curated) -> No
     fixture = records[f"NN error: setup: {FIXTURE_CAUSE}"]
     assert "available fixtures:" in fixture.detail and "available fixtures:" in fixture.cells["NN"]["message"]
     unplugged = curated.repo.shas["no plugin"][:10]
-    usage = records[f"rev1 {unplugged}: python -m pytest: error: {USAGE_CAUSE}"]
-    assert "ERROR: usage: python -m pytest [options]" in usage.detail  # the whole output, below
+    usage = records[f"rev1 {unplugged}: __main__.py: error: {USAGE_CAUSE}"]
+    assert "ERROR: usage: __main__.py [options]" in usage.detail  # the whole output, below
 
 
 @pytest.mark.slow
@@ -169,7 +170,7 @@ def test_env_build_and_test_show_the_cause_and_bracketed_ids_as_written(curated:
     for command in (("env", "build", head), ("env", "test", head, f"{TESTS}::test_area")):
         failed = curated.coevo(*command, "--backend", "local")
         assert failed.returncode == 1
-        assert f"build      FAILED: python -m pytest: error: {USAGE_CAUSE}" in failed.stdout.splitlines()
+        assert f"build      FAILED: __main__.py: error: {USAGE_CAUSE}" in failed.stdout.splitlines()
 
     diagonal = f"{curated.repo.path}@{curated.repo.shas['diagonal']}"
     ids = [
@@ -180,7 +181,9 @@ def test_env_build_and_test_show_the_cause_and_bracketed_ids_as_written(curated:
     ]
     ran = curated.coevo("env", "test", diagonal, *ids, "--backend", "local")
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.splitlines()[2:] == [
+    # The build record (chosen …, installed …) comes between the build and the tests.
+    lines = [line for line in ran.stdout.splitlines()[2:] if not line.startswith(("chosen ", "installed "))]
+    assert lines == [
         "build      ok",
         f"error          {TESTS}::test_perimeter  setup: {FIXTURE_CAUSE}",
         f"pass           {TESTS}::test_units[cm]",
@@ -211,7 +214,7 @@ def test_show_run_names_the_cause(curated: Curated, tmp_path: Path) -> None:
     # Scored where the plugin is missing, the gold cannot pass: the run is harness_fail, and says
     # why. (In a copy of the store made before: a gold check is kept per task and environment,
     # and the environment's key does not know the plugin.)
-    without_plugin = {key: value for key, value in curated.env.items() if key != "SHAPES_ASYNCIO"}
+    without_plugin = {key: value for key, value in curated.env.items() if key != "SHAPES_PLUGIN"}
     scored = curated.coevo(
         "score", "--agent", "gold", "--backend", "local", "--db", str(drifted_db), env=without_plugin
     )
@@ -220,7 +223,7 @@ def test_show_run_names_the_cause(curated: Curated, tmp_path: Path) -> None:
     line = shown.stdout.splitlines()[1]
     # "the gold does not hold in this environment: …" (the revisions built earlier are reused)
     assert line.startswith("  harness_fail  test_diagonal — "), shown.stdout
-    assert line.endswith(f"python -m pytest: error: {USAGE_CAUSE}"), shown.stdout
+    assert line.endswith(f"__main__.py: error: {USAGE_CAUSE}"), shown.stdout
 
 
 def test_bracketed_project_data_prints_as_written(tmp_path: Path) -> None:

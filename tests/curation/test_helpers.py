@@ -15,7 +15,7 @@ from sqlmodel import select
 
 import miner
 from curation import CurateRequest, curate
-from curation.causes import BEHAVIOUR, PRODUCTION_API, TEST_CODE, failure_cause, test_side_names
+from curation.causes import BEHAVIOUR, PRODUCTION_API, TEST_CODE, failure_cause, names_of_test_code
 from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
 from miner.files import FilePatterns
 from miner.languages import get_language
@@ -176,7 +176,7 @@ def _javac_errors(tmp_path: Path, sources: dict[str, str]) -> str:
 
 
 def test_why_a_test_fails_on_code_it_was_not_written_for(tmp_path: Path) -> None:
-    test_side = test_side_names({"src/test/java/demo/Data.java": [], "tests/helpers.py": ["make"]})
+    test_side = names_of_test_code({"src/test/java/demo/Data.java": [], "tests/helpers.py": ["make"]})
     assert {"Data", "helpers", "tests.helpers", "make"} <= test_side
     squarer = "class Squarer {\n    int square(int a) {\n        return a * a;\n    }\n}\n"
     uses_data = (

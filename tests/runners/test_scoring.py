@@ -371,14 +371,15 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
         for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs")
     }
 
-    # Asserting nothing passes, and in generation "fails" on the old code (the file imports
-    # triangle), but runs none of the changed code: never a success, in either track.
+    # Asserting nothing passes and runs none of the changed code: never a success, in either track.
     vacuous = _runs(db, "vacuous")
     for task, method in ((tasks.generation, "test_triangle"), (tasks.update, "test_rectangle")):
         outcome = vacuous[task.id].outcomes[method]
         assert (outcome["outcome"], outcome["success"]) == ("pass", False), outcome
         assert outcome["message"] == "passes, but runs none of the changed production code"
-    assert vacuous[gid].outcomes["test_triangle"]["old"] == "compile_error"
+    # Judged alone, its method does not need the import of triangle, which it never uses: it passes
+    # on the old code too.
+    assert vacuous[gid].outcomes["test_triangle"]["old"] == "pass"
     assert {r.coverage_on_pass for r in vacuous.values()} == {0.0}
 
     both = run["pass_both"].outcomes["test_triangle"]
