@@ -77,7 +77,6 @@ from .causes import TEST_CODE, failure_cause, names_of_test_code
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
-    changed_test_files,
     changed_test_helpers,
     is_refactoring,
     runnable_id,
@@ -476,10 +475,7 @@ class _PairCurator:
         helpers = changed_test_helpers(
             self.path, self.pair.rev1, self.pair.rev2, self.patterns, self.language
         )
-        self.test_side = {
-            path: [name for name, _ in helpers.get(path, {}).values()]
-            for path in changed_test_files(self.path, self.pair.rev1, self.pair.rev2, self.patterns)
-        }
+        self.test_side = {path: [name for name, _ in changed.values()] for path, changed in helpers.items()}
         for item in items:
             candidate = item.candidate
             if (

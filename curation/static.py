@@ -19,6 +19,7 @@ from miner.files import FilePatterns, FileRole
 from miner.gitlog import diff_blobs
 from miner.languages import Language
 from runners import GitTree
+from runners.pruning import is_setup
 
 _JAVA_KEYWORDS = frozenset(
     re.findall(
@@ -32,11 +33,6 @@ _JAVA_KEYWORDS = frozenset(
 _KEYWORDS = {"java": _JAVA_KEYWORDS, "python": frozenset(keyword.kwlist) | {"self", "cls"}}
 _IDENTIFIER = re.compile(r"^[a-z_][A-Za-z0-9_]*$")
 _PACKAGE = re.compile(rb"^\s*package\s+([\w.]+)\s*;", re.MULTILINE)
-_SETUP_NAMES = frozenset(
-    {"setUp", "tearDown", "setup_method", "teardown_method", "setup_function", "teardown_function",
-     "setup_class", "teardown_class", "setup_module", "teardown_module", "setup", "teardown"}
-)  # fmt: skip
-_SETUP_ANNOTATIONS = re.compile(r"@(Before|After)(Each|All|Class)?\b")
 
 
 def runnable_id(language: str, test_file: str, file_source: bytes | None, key: str) -> str:
@@ -86,43 +82,26 @@ def is_refactoring(language: Language, old_source: str, new_source: str) -> bool
 def changed_test_helpers(
     repo: Path, rev1: str, rev2: str, patterns: FilePatterns, language: Language
 ) -> dict[str, dict[str, tuple[str, tuple[str, ...]]]]:
-    """Non-test methods of test code added or changed rev1 → rev2: test file → {method key: (name,
-    tokens)}.
+    """Every test file added, changed or removed rev1 → rev2 (by its new path, a removed one by its
+    old) → its non-test methods added or changed: {method key: (name, tokens)}, maybe none.
 
-    Set-up methods (``@Before``, ``setUp``, …) are named ``<setup>``: they run before every test of
-    their file without being called. Fixtures are functions, so they are here by their names.
+    Set-up methods (``@Before``, ``setUp``, an autouse fixture…: :func:`runners.pruning.is_setup`)
+    are named ``<setup>``: they run around every test of their file without being called.
+    Fixtures are functions, so they are here by their names.
     """
-    changes = [
-        change
-        for change in diff_blobs(repo, rev1, rev2, None)
-        if change.new_path is not None and patterns.role(change.new_path) == FileRole.TEST
-    ]
     found: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
-    for change in changes:
-        assert change.new_path is not None
+    for change in diff_blobs(repo, rev1, rev2, None):
+        path = change.new_path or change.old_path
+        if path is None or patterns.role(path) != FileRole.TEST:
+            continue
         old = _helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
-        new = _helpers(language, GitTree(repo, rev2).read(change.new_path))
-        changed = {
+        new = _helpers(language, GitTree(repo, rev2).read(change.new_path)) if change.new_path else {}
+        found[path] = {
             key: (method_name, tokens)
             for key, (method_name, tokens) in new.items()
             if key not in old or normalized(old[key][1], language.name) != normalized(tokens, language.name)
         }
-        if changed:
-            found[change.new_path] = changed
     return found
-
-
-def changed_test_files(repo: Path, rev1: str, rev2: str, patterns: FilePatterns) -> list[str]:
-    """Test files added, changed, renamed or removed rev1 → rev2 (their new path, or the old one)."""
-    paths = {
-        change.new_path or change.old_path
-        for change in diff_blobs(repo, rev1, rev2, None)
-        if any(
-            path is not None and patterns.role(path) == FileRole.TEST
-            for path in (change.old_path, change.new_path)
-        )
-    }
-    return sorted(path for path in paths if path is not None)
 
 
 def uses_changed_helper(
@@ -140,9 +119,9 @@ def uses_changed_helper(
         if file == test_file:
             continue
         above = PurePosixPath(file).name == "conftest.py" and _under(test_file, PurePosixPath(file).parent)
-        for _, (name, tokens) in sorted(changed.items()):
+        for key, (name, tokens) in sorted(changed.items()):
             if name in names or (above and "autouse" in tokens):
-                return f"{file}::{name}"
+                return f"{file}::{key}"
     return None
 
 
@@ -156,7 +135,7 @@ def same_file_helpers(
     """The keys of the changed helpers of the test's own file that belong to its answer: those it
     uses, those they use in turn, and the file's changed set-ups."""
     changed = helpers.get(test_file, {})
-    wanted = {key for key, (name, _) in changed.items() if name in _SETUP_NAMES | {"<setup>"}}
+    wanted = {key for key, (name, _) in changed.items() if name == "<setup>"}
     names = _names(test_tokens)
     while True:
         more = {key for key, (name, _) in changed.items() if key not in wanted and name in names}
@@ -193,6 +172,6 @@ def _helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, t
     for method in parsed.methods:
         if method.is_test:
             continue
-        name = "<setup>" if _SETUP_ANNOTATIONS.search(method.source) else method.name
+        name = "<setup>" if is_setup(method) else method.name
         helpers[method.key] = (name, method.tokens)
     return helpers

@@ -16,8 +16,9 @@ from collections.abc import Iterable
 from miner.errors import SourceSyntaxError
 from miner.languages import MethodInfo, get_language
 
-_SETUP = re.compile(r"@(Before|After)(Each|All|Class)?\b|@pytest\.fixture\(\s*autouse\s*=\s*True")
-_SETUP_NAMES = frozenset(
+SETUP_ANNOTATION = re.compile(r"@(Before|After)(Each|All|Class)?\b|@pytest\.fixture\(\s*autouse\s*=\s*True")
+"""What makes a method run around every test of its file without being called (JUnit, pytest)."""
+SETUP_NAMES = frozenset(
     {"setUp", "tearDown", "setup_method", "teardown_method", "setup_function", "teardown_function",
      "setup_class", "teardown_class", "setup_module", "teardown_module", "setup", "teardown"}
 )  # fmt: skip
@@ -37,7 +38,7 @@ def alone(source: bytes, language: str, name: str) -> bytes | None:
     if not kept:
         return None
     others = [m for m in parsed.methods if not m.is_test]
-    setups = [m for m in others if _is_setup(m)]
+    setups = [m for m in others if is_setup(m)]
     used = _words(m.source for m in (*kept, *setups))
     helpers = {m.key for m in setups}
     fields = {f.key for f in parsed.fields if f.name.startswith("<")}  # initializer blocks run anyway
@@ -62,8 +63,9 @@ def alone(source: bytes, language: str, name: str) -> bytes | None:
     return "".join(lines).encode("utf-8", errors="surrogateescape")
 
 
-def _is_setup(method: MethodInfo) -> bool:
-    return method.name in _SETUP_NAMES or bool(_SETUP.search(method.source))
+def is_setup(method: MethodInfo) -> bool:
+    """Whether a method runs around every test of its file without being called."""
+    return method.name in SETUP_NAMES or bool(SETUP_ANNOTATION.search(method.source))
 
 
 def _words(sources: Iterable[str]) -> set[str]:

@@ -74,9 +74,19 @@ class Side:
     ) -> TestRun:
         """``ids`` of ``content`` (another revision's ``test_file``) run on this revision's code.
 
-        Results come back under the ids asked for; a file that does not compile gives each of
-        them ``compile_error`` with the compiler's first error.
+        Results come back under the ids asked for. When the file does not compile (Java) or import
+        (Python) here, each method is run from the file cut down to it (:meth:`_one_by_one`); one
+        that still does not gets ``compile_error`` with its first error.
         """
+        run = self._run_whole(test_file, content, ids, tag, timeout, coverage)
+        failed = [r for r in run.results if r.outcome != Outcome.ABSENT]
+        if failed and all(r.outcome == Outcome.COMPILE_ERROR for r in failed):
+            return self._one_by_one(test_file, content, run, tag, timeout, coverage)
+        return run
+
+    def _run_whole(
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
+    ) -> TestRun:
         if self.spec.language == "java":
             return self._run_cross_java(test_file, content, ids, tag, timeout, coverage)
         return self._run_cross_python(test_file, content, ids, tag, timeout, coverage)
@@ -152,21 +162,12 @@ class Side:
         )
 
     def _run_cross_java(
-        self,
-        test_file: str,
-        content: bytes,
-        ids: Sequence[str],
-        tag: str,
-        timeout: float,
-        coverage: bool,
-        split: bool = True,
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
     ) -> TestRun:
         tool = self.environment.tool
         assert isinstance(tool, MavenTool)
         compiled = self._compile_java(test_file, content, tag, timeout)
         if not compiled.ok:
-            if split:
-                return self._one_by_one(test_file, content, ids, tag, timeout, coverage, compiled.message)
             return TestRun(tuple(TestResult(t, Outcome.COMPILE_ERROR, compiled.message) for t in ids))
         classes = f"{_CROSS_ROOT}/{tag}/classes"
         module = self.spec.module_for(test_file)
@@ -175,30 +176,22 @@ class Side:
         )
 
     def _one_by_one(
-        self,
-        test_file: str,
-        content: bytes,
-        ids: Sequence[str],
-        tag: str,
-        timeout: float,
-        coverage: bool,
-        whole: str,
+        self, test_file: str, content: bytes, whole: TestRun, tag: str, timeout: float, coverage: bool
     ) -> TestRun:
-        """Each of ``ids`` run from the file cut down to it and what it uses
-        (:func:`~runners.pruning.alone`), since the whole file does not compile or import here: a
-        method that needs only what this revision has is judged on its own; one that does not
-        gets its own error (``whole``, the file's, when it cannot be cut)."""
+        """The methods of ``whole`` (the file's run, which did not compile or import here) each run
+        from the file cut down to it and what it uses (:func:`~runners.pruning.alone`): a method
+        that needs only what this revision has is judged on its own; one that does not keeps its
+        error (the file's, when it cannot be cut)."""
         results: list[TestResult] = []
         covered: dict[str, Coverage] = {}
-        for index, test in enumerate(ids):
+        for index, result in enumerate(whole.results):
+            test = result.test
             name = test.split("#", 1)[1] if self.spec.language == "java" else test.rsplit("::", 1)[-1]
-            name = name.split("[", 1)[0]
-            cut = alone(content, self.spec.language, name)
-            if cut is None or cut == content:
-                results.append(TestResult(test, Outcome.COMPILE_ERROR, whole))
+            cut = alone(content, self.spec.language, name.split("[", 1)[0])
+            if result.outcome != Outcome.COMPILE_ERROR or cut is None or cut == content:
+                results.append(result)
                 continue
-            cross = self._run_cross_java if self.spec.language == "java" else self._run_cross_python
-            run = cross(test_file, cut, [test], f"{tag}_m{index}", timeout, coverage, split=False)
+            run = self._run_whole(test_file, cut, [test], f"{tag}_m{index}", timeout, coverage)
             results += [r for r in run.results if r.test == test]
             covered.update(run.coverage)
         return TestRun(tuple(results), covered)
@@ -221,14 +214,7 @@ class Side:
         return compiled
 
     def _run_cross_python(
-        self,
-        test_file: str,
-        content: bytes,
-        ids: Sequence[str],
-        tag: str,
-        timeout: float,
-        coverage: bool,
-        split: bool = True,
+        self, test_file: str, content: bytes, ids: Sequence[str], tag: str, timeout: float, coverage: bool
     ) -> TestRun:
         with self._placed_python(test_file, content, ids, tag) as placed:
             run = self.run(list(placed.values()), timeout, coverage)
@@ -236,10 +222,6 @@ class Side:
         results = tuple(
             TestResult(back.get(r.test, r.test), r.outcome, r.message, r.duration) for r in run.results
         )
-        if split and placed and all(r.outcome == Outcome.COMPILE_ERROR for r in results):
-            # The module does not import here: perhaps for one method's import only.
-            message = next((r.message for r in results if r.message), "")
-            return self._one_by_one(test_file, content, list(placed), tag, timeout, coverage, message)
         missing = tuple(
             TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in placed
         )

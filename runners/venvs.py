@@ -130,15 +130,8 @@ _COPY_IGNORE = (".git", ".hg", ".tox", ".nox", ".venv", "venv", "node_modules", 
 # Forwarded to pip explicitly so a sandbox that does not inherit the host environment still
 # reaches the package index through a TLS-intercepting proxy.
 _PIP_PASSTHROUGH = (
+    *_RESOLUTION_SETTINGS,
     "PIP_CERT",
-    "PIP_INDEX_URL",
-    "PIP_EXTRA_INDEX_URL",
-    "PIP_FIND_LINKS",
-    "PIP_NO_INDEX",
-    "PIP_CONSTRAINT",
-    "PIP_PRE",
-    "PIP_ONLY_BINARY",
-    "PIP_NO_BINARY",
     "PIP_DEFAULT_TIMEOUT",
     "REQUESTS_CA_BUNDLE",
     "SSL_CERT_FILE",
@@ -696,8 +689,8 @@ def _install(
         pins = copy.parent / PINS_FILE
         pins.write_text("".join(f"{pin}\n" for pin in spec.pins if not pin.startswith("python==")))
         dated = ["-c", str(pins)]
+    _plain_requirement_files(copy, spec.install)
     for args in spec.install:
-        _plain_requirement_files(copy, args)
         argv = [python, "-m", "pip", "install", *dated, *_without_editable(args)]
         _pip(sandbox, argv, env, str(copy), deadline, " ".join(args))
     present = _installed(venv, sandbox, deadline)
@@ -794,32 +787,25 @@ def _without_editable(args: tuple[str, ...]) -> list[str]:
     return kept
 
 
-_EDITABLE_LINE = re.compile(r"^(\s*)(?:-e|--editable)(?:\s+|=)(\.\S*|\./\S*)\s*$", re.MULTILINE)
+_EDITABLE_LINE = re.compile(r"^(\s*)(?:-e|--editable)(?:\s+|=)(\.\S*)\s*$", re.MULTILINE)
 
 
-def _plain_requirement_files(copy: Path, args: tuple[str, ...], depth: int = 0) -> None:
-    """The requirement files ``args`` name (and those they include), in the staging copy, with
-    ``-e .`` lines made plain, as :func:`_without_editable` does for arguments: an editable
-    install needs a PEP 660 backend, which a dated install's setuptools (before 64, 2022) lacks."""
-    names = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("-r", "--requirement")]
-    names += [arg.split("=", 1)[1] for arg in args if arg.startswith("--requirement=")]
-    for name in names:
+def _plain_requirement_files(copy: Path, install: tuple[tuple[str, ...], ...]) -> None:
+    """The requirement files ``install`` names (:func:`_named_files`, those they include too), in the
+    staging copy, with the project's own ``-e .`` lines made plain, as :func:`_without_editable`
+    does for arguments: an editable install needs a PEP 660 backend, which a dated install's
+    setuptools (before 64, 2022) lacks."""
+    root = copy.resolve()
+    for name in sorted(_named_files(install, FolderTree(copy))):
         path = copy / name
-        if (
-            depth > 5
-            or path.is_symlink()
-            or not path.is_file()
-            or not path.resolve().is_relative_to(copy.resolve())
-        ):
+        if PurePosixPath(name).name in _BUILD_FILES or path.is_symlink() or not path.is_file():
+            continue
+        if not path.resolve().is_relative_to(root):
             continue
         text = path.read_text(errors="surrogateescape")
         plain = _EDITABLE_LINE.sub(r"\1\2", text)
         if plain != text:
             path.write_text(plain, errors="surrogateescape")
-        nested = re.findall(r"^\s*(?:-r|--requirement)(?:\s+|=)(\S+)", plain, re.MULTILINE)
-        base = str(Path(name).parent)
-        for inner in nested:
-            _plain_requirement_files(copy, ("-r", str(Path(base) / inner)), depth + 1)
 
 
 def _scm_version_env(project: Path) -> dict[str, str]:

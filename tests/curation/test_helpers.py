@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-import miner
-from curation import CurateRequest, curate
 from curation.causes import BEHAVIOUR, PRODUCTION_API, TEST_CODE, failure_cause, names_of_test_code
 from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
 from miner.files import FilePatterns
@@ -22,7 +20,8 @@ from miner.languages import get_language
 from runners.agents import find_agent
 from runners.scoring import ScoreOptions, score
 from runners.workspace import reset_test_file
-from tasks import AgentRun, CurationRecord, Task, open_store
+from tasks import AgentRun, Task, open_store
+from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
 
 PY_BASE = {
@@ -137,15 +136,10 @@ def test_java_helpers_in_the_same_class_belong_to_the_answer_and_in_another_drop
 def test_a_same_file_helper_makes_a_generation_task_whose_gold_holds_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     repo = GitRepo(tmp_path / "calc")
     repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
     repo.commit("change", "2024-05-02T10:00:00+00:00", PY_CUBE)
-    db = tmp_path / "coevo.db"
-    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="python"))
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
-    assert report.errors == {}
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
     with open_store(db).session() as session:
         tasks = session.exec(select(Task)).all()
     assert [(t.track, t.test_methods, t.gold_helpers) for t in tasks] == [
@@ -201,8 +195,6 @@ def test_a_new_test_failing_on_the_old_code_for_a_fixture_added_with_it_is_dropp
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The fixture is named in a way no static check can follow; NO's message names it."""
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     repo = GitRepo(tmp_path / "calc")
     repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
     dynamic = 'request.getfixturevalue("".join(["ni", "ne"]))'
@@ -215,14 +207,14 @@ def test_a_new_test_failing_on_the_old_code_for_a_fixture_added_with_it_is_dropp
             f"def test_nine(request):\n    value = {dynamic}\n    assert squarer.cube(2) == value - 1\n"
         ),
     })  # fmt: skip
-    db = tmp_path / "coevo.db"
-    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="python"))
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
-    assert report.errors == {}
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
     with open_store(db).session() as session:
-        records = {r.detail.splitlines()[0]: r for r in session.exec(select(CurationRecord)).all()}
-        tasks = session.exec(select(Task)).all()
-    assert tasks == []
-    (record,) = [r for r in records.values() if r.drop_reason == "old_fails_on_test_code"]
+        assert session.exec(select(Task)).all() == []
+    found = records(db)
+    assert {method: str(r.drop_reason) for method, r in found.items()} == {
+        "test_nine": "old_fails_on_test_code",
+        "test_square": "no_focal_code",
+    }
+    record = found["test_nine"]
     assert record.detail.startswith("NO fail on test code that changed with it")
     assert "fixture 'nine' not found" in record.detail

@@ -14,12 +14,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation import CurateRequest, curate
-from miner import MineRequest, mine
 from runners.agents import Agent
 from runners.pruning import alone
 from runners.scoring import ScoreOptions, score
-from tasks import AgentRun, Candidate, CurationRecord, Task, open_store
+from tasks import AgentRun, Task, open_store
+from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
 from tests.runners.maven_projects import JUPITER_DEPS, pom
 
@@ -43,8 +42,6 @@ path.write_text(
 def test_a_method_is_judged_alone_when_its_file_does_not_import_on_the_old_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     repo = GitRepo(tmp_path / "calc")
     repo.commit("initial", "2024-06-01T09:00:00+00:00", {
         "requirements.txt": "# pytest only\n", "calc/__init__.py": "",
@@ -54,21 +51,13 @@ def test_a_method_is_judged_alone_when_its_file_does_not_import_on_the_old_code(
         "calc/squarer.py": "def square(a):\n    return a**2\n\n\ndef cube(a):\n    return a * a * a\n",
         "tests/test_squarer.py": NEW_FILE,
     })  # fmt: skip
-    db = tmp_path / "coevo.db"
-    assert mine(open_store(db), MineRequest(location=str(repo.path), language="python")).status == "completed"
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
-    assert report.errors == {}
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    labels = {method: (r.label, r.cells["NO"]["outcome"]) for method, r in records(db).items()}
     with open_store(db).session() as s:
-        labels = {
-            c.test_method: (r.label, r.drop_reason, r.cells["NO"]["outcome"])
-            for r, c in s.exec(
-                select(CurationRecord, Candidate).join(Candidate, Candidate.id == CurationRecord.candidate_id)  # type: ignore[arg-type]
-            ).all()
-        }
         (task,) = s.exec(select(Task)).all()
     # test_square_again needs only square: cut down, it imports and passes on the old code.
-    assert labels["test_square_again"][0] == "test_generation_pass_old"
-    assert labels["test_cube"][0] == "test_generation" and labels["test_cube"][2] == "compile_error"
+    assert labels["test_square_again"] == ("test_generation_pass_old", "pass")
+    assert labels["test_cube"] == ("test_generation", "compile_error")
     assert task.test_methods == ["test_cube"]
 
     (tmp_path / "cheat.py").write_text(CHEAT)
@@ -127,7 +116,6 @@ def test_java_methods_are_judged_alone_and_a_changed_constant_is_focal(
 ) -> None:
     """testCube does not compile on the old code; testSquare alone passes there; testName checks
     a constant that changed, and fails there: one task of two methods, one pass-old record."""
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
     repo = GitRepo(tmp_path / "calc")
     square_v1 = "    public int square(int a) {\n        return a * a;\n    }\n"
     square_v2 = "    public int square(int a) {\n        return Math.multiplyExact(a, a);\n    }\n"
@@ -144,17 +132,9 @@ def test_java_methods_are_judged_alone_and_a_changed_constant_is_focal(
         ),
         "src/test/java/demo/SquarerTest.java": JAVA_TEST,
     })  # fmt: skip
-    db = tmp_path / "coevo.db"
-    assert mine(open_store(db), MineRequest(location=str(repo.path), language="java")).status == "completed"
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=60, reruns=1))
-    assert report.errors == {}
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "java", timeout=60)
+    labels = {method: (str(r.label), r.cells["NO"]["outcome"]) for method, r in records(db).items()}
     with open_store(db).session() as s:
-        labels = {
-            c.test_method: (str(r.label), r.cells["NO"]["outcome"])
-            for r, c in s.exec(
-                select(CurationRecord, Candidate).join(Candidate, Candidate.id == CurationRecord.candidate_id)  # type: ignore[arg-type]
-            ).all()
-        }
         (task,) = s.exec(select(Task)).all()
     assert labels == {
         "SquarerTest.testSquare()": ("test_generation_pass_old", "pass"),

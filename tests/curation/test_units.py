@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation import CurateRequest, curate
-from miner import MineRequest, mine
 from miner.java import parse_java
 from miner.python import parse_python
 from runners.workspace import prompt_text
 from tasks import MethodChange, Task, open_store
+from tests.curation.small import mined_and_curated
 from tests.gitrepo import GitRepo
 
 TLS_V1 = 'DEFAULT_CIPHERS = "RSA"\n\n\ndef ciphers():\n    return DEFAULT_CIPHERS\n'
@@ -42,8 +41,6 @@ def test_parsers_list_code_outside_methods_as_units() -> None:
 def test_a_changed_constant_is_a_focal_unit_of_the_test_that_checks_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     repo = GitRepo(tmp_path / "calc")
     repo.commit("initial", "2024-06-01T09:00:00+00:00", {
         "requirements.txt": "# pytest only\n", "calc/__init__.py": "", "calc/tls.py": TLS_V1,
@@ -65,15 +62,11 @@ def test_a_changed_constant_is_a_focal_unit_of_the_test_that_checks_it(
             "from calc import help\n\n\ndef test_url():\n    assert help.URL.startswith('https://')\n"
         ),
     })  # fmt: skip
-    db = tmp_path / "coevo.db"
-    assert mine(open_store(db), MineRequest(location=str(repo.path), language="python")).status == "completed"
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
     with open_store(db).session() as s:
         changes = {(c.file, c.method, c.unit) for c in s.exec(select(MethodChange)).all()}
-    assert changes == {("calc/tls.py", "DEFAULT_CIPHERS", "module"), ("calc/help.py", "URL", "module")}
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
-    assert report.errors == {}
-    with open_store(db).session() as s:
         tasks = {t.test_file: t for t in s.exec(select(Task)).all()}
+    assert changes == {("calc/tls.py", "DEFAULT_CIPHERS", "module"), ("calc/help.py", "URL", "module")}
     assert {f: t.track for f, t in tasks.items()} == {
         "tests/test_tls.py": "update",
         "tests/test_help.py": "update",

@@ -440,26 +440,6 @@ public class MemoTest {
 }
 """
 
-OLD_CALC_TEST = """package demo;
-
-import static org.junit.Assert.assertEquals;
-
-import org.junit.Test;
-
-public class CalcTest {
-    @Test
-    public void adds() {
-        assertEquals(5, Calc.add(2, 3));
-    }
-
-    @Test
-    public void addsWrongly() {
-        assertEquals(6, Calc.add(2, 3));
-    }
-}
-"""
-"""Tests that old compilers take: one passes, one fails."""
-
 ERA_TESTS = {
     "maven-defaults": ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"],
     "source-1.6": ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly"],
@@ -484,12 +464,12 @@ def era_project(root: Path, kind: str) -> Path:
         "maven-defaults": {
             "pom.xml": pom("defaults", junit, release="8", plugins=False),
             "src/main/java/demo/Calc.java": CALC,
-            "src/test/java/demo/CalcTest.java": OLD_CALC_TEST,
+            "src/test/java/demo/CalcTest.java": JUNIT4_TEST,
         },
         "source-1.6": {
             "pom.xml": pom("six", junit, release="1.6", level="source"),
             "src/main/java/demo/Calc.java": CALC,
-            "src/test/java/demo/CalcTest.java": OLD_CALC_TEST,
+            "src/test/java/demo/CalcTest.java": JUNIT4_TEST,
         },
         "jaxb": {
             "pom.xml": pom("jaxb", junit, release="1.8", level="source"),

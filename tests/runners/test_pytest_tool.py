@@ -11,7 +11,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -46,14 +46,6 @@ from tests.runners.python_projects import (
 
 PLAIN = EnvSpec("python", "3.11", "pip", install=(("pytest", "coverage"),))
 """A spec with only the test tools, shared by the projects that need no dependencies."""
-
-
-@pytest.fixture(scope="module")
-def venvs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    folder = tmp_path_factory.mktemp("venvs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(VENVS_ENV, str(folder))
-        yield folder
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ that it builds now, on the host and in Docker alike.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,17 +17,9 @@ import pytest
 from runners import EnvSpec, FolderTree, GitTree, LocalSandbox, Outcome, PytestTool, cause_line, detect_env
 from runners.buildtools import BuildChoice, BuildResult
 from runners.revisions import BuiltRevision, prepare_revision
-from runners.venvs import MARKER, UNDATED, VENVS_ENV
+from runners.venvs import MARKER, UNDATED
 from tests.gitrepo import GitRepo
 from tests.runners.python_projects import TICKER_TESTS, TLS_TESTS, ticker_history, tls_history, write
-
-
-@pytest.fixture(scope="module")
-def venvs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    folder = tmp_path_factory.mktemp("venvs")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(VENVS_ENV, str(folder))
-        yield folder
 
 
 @pytest.fixture(scope="module")

@@ -22,8 +22,7 @@ def test_local_editables_in_requirement_files_are_made_plain(tmp_path: Path) -> 
     )
     outside = tmp_path / "outside.txt"
     outside.write_text("-e .\n")
-    _plain_requirement_files(copy, ("-r", "requirements-dev.txt"))
-    _plain_requirement_files(copy, ("-r", "../outside.txt"))
+    _plain_requirement_files(copy, (("-r", "requirements-dev.txt"), ("-r", "../outside.txt")))
     assert (copy / "requirements-dev.txt").read_text() == ".[socks]\npytest>=3\n-r requirements/extra.txt\n"
     # A remote editable stays: only the project's own folder is installed plain.
     assert (copy / "requirements" / "extra.txt").read_text() == "./\n-e git+https://example.org/x.git#egg=x\n"
