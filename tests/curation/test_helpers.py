@@ -129,7 +129,7 @@ def test_java_helpers_in_the_same_class_belong_to_the_answer_and_in_another_drop
     other = _tokens("java", "void testSquare() { Assertions.assertEquals(9, Expect.square(3)); }")
     assert (
         uses_changed_helper(f"{test_dir}/SquarerTest.java", other, helpers)
-        == f"{test_dir}/Expect.java::square"
+        == f"{test_dir}/Expect.java::Expect.square(int)"
     )
 
 
