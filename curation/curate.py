@@ -395,6 +395,9 @@ class _PairCurator:
         self._files: dict[tuple[str, str], bytes | None] = {}
         self.test_side: dict[str, list[str]] = {}
         """Test files that changed in the pair → the changed helpers they define."""
+        self.old_test_names: dict[str, frozenset[str]] = {}
+        """When rev1's tests did not compile (none of its test classes is there for NO): each of
+        its test files → the names by which a failure names it."""
 
     def show(self, revision: str, path: str | None) -> bytes | None:
         if path is None:
@@ -431,11 +434,17 @@ class _PairCurator:
                 return items, built
         rev1, rev2 = built["rev1"], built["rev2"]
         assert rev1 is not None and rev2 is not None
+        if rev1.production_only:
+            self.old_test_names = self._test_names(self.pair.rev1)
         old_side, new_side = rev1.side(), rev2.side()
         try:
             for item in runnable:
+                # A revision whose tests did not compile runs another's (NO), not its own (OO, NN).
+                needs_own = {"rev1": "OO" in cells_for(item.candidate.change_kind), "rev2": True}
                 for name, matrix_side, revision in (("rev1", old_side, rev1), ("rev2", new_side, rev2)):
-                    if not matrix_side.runs_tests_of(item.candidate.test_file):
+                    if not matrix_side.runs_tests_of(item.candidate.test_file) or (
+                        revision.production_only and needs_own[name]
+                    ):
                         detail = in_context(f"{name} {revision.sha[:10]}", revision.message)
                         item.verdict = Verdict.drop(DropReason.BUILD_FAILED, detail)
                         break
@@ -447,6 +456,12 @@ class _PairCurator:
         for item in runnable:
             self._decide(item)
         return items, built
+
+    def _test_names(self, revision: str) -> dict[str, frozenset[str]]:
+        paths = [
+            path for path in GitTree(self.path, revision).files() if self.patterns.role(path) == FileRole.TEST
+        ]
+        return {path: names_of_test_code({path: ()}) for path in paths}
 
     def _prepare(self, sha: str) -> BuiltRevision:
         return prepare_revision(
@@ -581,6 +596,9 @@ class _PairCurator:
             before = _production_lines(item.cells["ON"].coverage, self.patterns)
             improved = any(lines - before.get(path, frozenset()) for path, lines in production.items())
         others = names_of_test_code({p: h for p, h in self.test_side.items() if p != candidate.test_file})
+        others |= {
+            name for p, names in self.old_test_names.items() if p != candidate.test_file for name in names
+        }
         on_test_code = frozenset(
             cell
             for cell in ("NO", "ON")

@@ -42,6 +42,9 @@ class BuildResult:
     installed: tuple[str, ...] = ()
     """What the build resolved: Python, every distribution of the venv as ``name==version``; Java,
     the resolved dependency coordinates. Sorted."""
+    production_only: bool = False
+    """Java: the revision's tests did not compile and its production code was built alone: it can
+    run another revision's tests (the NO cell), not its own (:attr:`message` says why)."""
 
 
 @dataclass(frozen=True)

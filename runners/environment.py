@@ -66,17 +66,25 @@ def build_revision(
     environment: Environment, worktree: Path, timeout: float, fresh_worktree: Callable[[], None]
 ) -> tuple[Environment, BuildResult]:
     """Builds the revision in ``worktree``; when that fails in a way another JDK explains, once more
-    in a fresh worktree (``fresh_worktree`` makes it) with that JDK. Returns the environment that
-    made the last build, whose tests must run there, and that build (its choices say why).
+    in a fresh worktree (``fresh_worktree`` makes it) with that JDK. When its tests still do not
+    compile, its production code is built alone (:meth:`~runners.maven.MavenTool.build_production`:
+    another revision's tests can run on it). Returns the environment that made the last build,
+    whose tests must run there, and that build (its choices say why).
 
     Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK the build needs is not installed.
     """
     built = _build_once(environment, worktree, timeout)
     again = environment.retry(built)
-    if again is None:
-        return environment, built
-    fresh_worktree()
-    return again, _build_once(again, worktree, timeout)
+    if again is not None:
+        fresh_worktree()
+        environment, built = again, _build_once(again, worktree, timeout)
+    if not built.ok and _plain_failure(built) and isinstance(environment.tool, MavenTool):
+        sandbox = environment.builder(worktree)
+        try:
+            built = environment.tool.build_production(sandbox, environment.spec, timeout, built) or built
+        finally:
+            sandbox.close()
+    return environment, built
 
 
 def _build_once(environment: Environment, worktree: Path, timeout: float) -> BuildResult:

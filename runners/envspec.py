@@ -86,6 +86,15 @@ class GitTree:
         )
         return result.returncode == 0
 
+    def files(self) -> list[str]:
+        """Every file's path in the revision."""
+        result = subprocess.run(
+            ["git", "-C", str(self.repo), "ls-tree", "-r", "--name-only", "-z", self.revision],
+            capture_output=True,
+            check=True,
+        )
+        return [path for path in result.stdout.decode("utf-8", errors="replace").split("\0") if path]
+
     def list_dir(self, path: str) -> list[str]:
         result = subprocess.run(
             ["git", "-C", str(self.repo), "ls-tree", "--name-only", self.revision, f"{path.rstrip('/')}/"],

@@ -27,7 +27,7 @@ from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
 from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
-from .results import Outcome, TestResult, bounded, in_context, parse_junit_xml, without_roots
+from .results import Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml, without_roots
 from .sandbox import ExecResult, Sandbox
 from .tools import MAVEN_VERSION, maven_home, tool_jar
 
@@ -70,6 +70,8 @@ _REPORTS = ("TEST-junit-jupiter.xml", "TEST-junit-vintage.xml", "TEST-junit-plat
 _SOURCE_ROOTS = ("src/main/java", "src/main/kotlin", "src")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STACK_FRAME = re.compile(r"^\s+(?:at \S|\.\.\. \d+ more$)")
+_TEST_COMPILE_FAILED = re.compile(r"Failed to execute goal \S+:testCompile ")
+"""Maven's line for a module whose tests did not compile."""
 _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 _JVM_NOTE = "Picked up JAVA_TOOL_OPTIONS"
@@ -258,6 +260,34 @@ class MavenTool:
         build gives ``ok=False`` with the first compiler error (``path:line: message``). Either
         way the result's choices say which JDK and Maven built it, and which levels were raised.
         """
+        return self._build(sandbox, spec, timeout)
+
+    def build_production(
+        self, sandbox: Sandbox, spec: EnvSpec, timeout: float, failed: BuildResult
+    ) -> BuildResult | None:
+        """After ``failed`` failed compiling tests, the production code of every module built alone
+        (``maven.test.skip``), with each module's classpath: enough to run another revision's
+        tests on it (the NO cell), not its own. None when the failure was not in the tests'
+        compilation, or the production code does not build either."""
+        log = failed.log
+        if log is None or log.timed_out or not _TEST_COMPILE_FAILED.search(log.stdout + log.stderr):
+            return None
+        alone = self._build(sandbox, spec, timeout, ("-Dmaven.test.skip=true",))
+        if not alone.ok:
+            return None
+        why = cause_line(failed.message)
+        return dataclasses.replace(
+            alone,
+            message=in_context(
+                "its tests do not compile; its production code was built alone", failed.message
+            ),
+            choices=(*alone.choices, BuildChoice("tests", "not compiled", why)),
+            production_only=True,
+        )
+
+    def _build(
+        self, sandbox: Sandbox, spec: EnvSpec, timeout: float, extra: Sequence[str] = ()
+    ) -> BuildResult:
         jdk, plan = self.toolchain(spec)
         wrapper = sandbox.read_file(_WRAPPER_PROPERTIES)
         maven = maven_choice(spec, wrapper)
@@ -265,7 +295,7 @@ class MavenTool:
         command = build_command(
             spec,
             self._maven_repo or maven_repository(),
-            [*plan.maven_args(), *self._maven_args],  # the repository's own arguments win
+            [*plan.maven_args(), *extra, *self._maven_args],  # the repository's own arguments win
             wrapper,
             self._repo_tail,
             self._maven or str(maven_home() / "bin" / "mvn"),

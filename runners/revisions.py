@@ -71,6 +71,9 @@ class BuiltRevision:
     """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
     installed: tuple[str, ...] = ()
     """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
+    production_only: bool = False
+    """Its tests did not compile; its production code built alone
+    (:attr:`~runners.buildtools.BuildResult.production_only`)."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
@@ -210,6 +213,7 @@ def prepare_revision(
                 "jdk": environment.jdk.as_json() if environment.jdk is not None else None,
                 "installed": list(built.installed),
                 "pins": list(spec.pins),
+                "production_only": built.production_only,
             }
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps(record))
@@ -228,7 +232,7 @@ def prepare_revision(
     image = environment.image.tag if environment.image else None
     return BuiltRevision(
         sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices,
-        tuple(recorded.get("installed") or ()),
+        tuple(recorded.get("installed") or ()), bool(recorded.get("production_only")),
     )  # fmt: skip
 
 

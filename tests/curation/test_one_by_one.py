@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from runners.agents import Agent
+from runners.agents import Agent, find_agent
 from runners.pruning import alone
 from runners.scoring import ScoreOptions, score
 from tasks import AgentRun, Task, open_store
@@ -147,3 +147,74 @@ def test_java_methods_are_judged_alone_and_a_changed_constant_is_focal(
         "method",
         "coverage",
     ) in focal
+
+
+def _test_class(name: str, *methods: str) -> str:
+    return (
+        "package demo;\n\nimport static org.junit.jupiter.api.Assertions.assertEquals;\n\n"
+        f"import org.junit.jupiter.api.Test;\n\nclass {name} {{\n{chr(10).join(methods)}}}\n"
+    )
+
+
+def _test(name: str, expected: int, call: str) -> str:
+    """A test method asserting that ``new Squarer().<call>`` gives ``expected``."""
+    return (
+        f"    @Test\n    void {name}() {{\n        assertEquals({expected}, new Squarer().{call});\n    }}\n"
+    )
+
+
+FIXTURES = "package demo;\n\nclass Fixtures {\n    static int three() {\n        return 3;\n    }\n}\n"
+
+
+def test_rev1_whose_tests_do_not_compile_still_judges_new_tests_on_its_production_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """At rev1 a test was committed before the code it calls (``CubeFirstTest`` uses ``cube``):
+    rev1's tests do not compile, its production code does. The new test of ``cube`` fails there for
+    the right reason (a generation task); the new test of ``square`` that needs a test helper of
+    rev1, whose classes are not built there, is no task (it would pass there); the updated test,
+    which needs rev1's own tests (OO), drops alone with the compiler's message."""
+    repo = GitRepo(tmp_path / "calc")
+    square = "    public int square(int a) {\n        return a * a;\n    }\n"
+    cube = "    public int cube(int a) {\n        return a * a * a;\n    }\n"
+    repo.commit("initial", "2024-06-01T09:00:00+00:00", {
+        "pom.xml": pom("calc", JUPITER_DEPS),
+        "src/main/java/demo/Squarer.java": _squarer(square),
+        "src/test/java/demo/Fixtures.java": FIXTURES,
+        "src/test/java/demo/OtherTest.java": _test_class("OtherTest", _test("testSquare", 9, "square(3)")),
+        "src/test/java/demo/CubeFirstTest.java": _test_class(
+            "CubeFirstTest", _test("testCube", 27, "cube(3)")
+        ),
+    })  # fmt: skip
+    repo.commit("cube", "2024-06-02T09:00:00+00:00", {
+        "src/main/java/demo/Squarer.java": _squarer(square.replace("a * a", "a * a * 1") + cube),
+        "src/test/java/demo/OtherTest.java": _test_class("OtherTest", _test("testSquare", 9, "square(-3)")),
+        "src/test/java/demo/SquarerTest.java": _test_class(
+            "SquarerTest",
+            _test("testCubeOfTwo", 8, "cube(2)"),
+            _test("testThree", 9, "square(Fixtures.three())"),
+        ),
+    })  # fmt: skip
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "java", timeout=60)
+    found = records(db)
+    labels = {
+        method: (str(r.drop_reason or r.label), r.cells.get("NO", {}).get("outcome"))
+        for method, r in found.items()
+    }
+    assert labels == {
+        "SquarerTest.testCubeOfTwo()": ("test_generation", "compile_error"),
+        "SquarerTest.testThree()": ("old_fails_on_test_code", "compile_error"),
+        "OtherTest.testSquare()": ("build_failed", None),
+    }
+    assert "its tests do not compile" in found["OtherTest.testSquare()"].detail
+    assert "CubeFirstTest.java" in found["OtherTest.testSquare()"].detail  # the compiler's message
+    with open_store(db).session() as s:
+        (task,) = s.exec(select(Task)).all()
+    assert task.test_methods == ["SquarerTest.testCubeOfTwo()"]
+    assert ("tests", "not compiled") in {(c["name"], c["value"]) for c in task.build_records["rev1"]}
+    # Scoring builds rev1 the same way: the developer's test succeeds on it.
+    assert score(open_store(db), find_agent("gold"), options=ScoreOptions("local", 60)).errors == {}
+    with open_store(db).session() as s:
+        run = s.exec(select(AgentRun).where(AgentRun.agent == "gold")).one()
+    outcome = run.outcomes["SquarerTest.testCubeOfTwo()"]
+    assert (outcome["new"], outcome["old"], outcome["success"]) == ("pass", "compile_error", True), outcome
