@@ -545,15 +545,17 @@ def score_task(
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
     repo_path = Path(repo.path)
 
-    # The environment recorded when the task was curated, so a score means the same thing later.
+    # The environment recorded when the task was curated, so a score means the same thing later:
+    # each revision's own (rev2's is the task's EnvSpec pins; rev1 may have resolved other versions).
     pins = tuple((task.env_spec or {}).get("pins") or ())
 
     def built(sha: str, name: str) -> BuiltRevision:
         record = (task.build_records or {}).get(name, ())
+        own = tuple((task.installed or {}).get(name) or ()) if pins and name != "rev2" else ()
         return prepare_revision(
             root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
             options.base_images, options.build_timeout, [task.test_file],
-            [BuildChoice(**choice) for choice in record], pins,
+            [BuildChoice(**choice) for choice in record], own or pins,
         )  # fmt: skip
 
     new = built(task.rev2, "rev2")

@@ -86,12 +86,23 @@ DATING_PIP = "26.0.1"
 last that runs on 3.9)."""
 _OLD_PIPS = {(3, 6): "21.3.1", (3, 7): "24.0", (3, 8): "25.0.1"}
 """The newest pip each older Python runs; none of them can date an install."""
+ISOLATED_BUILDS_SINCE = "2019-02-06"
+"""pip builds a project that declares no build system, and every such sdist, in an isolated
+environment that needs ``setuptools>=40.8.0``, first uploaded on 2019-02-05: an install dated
+before this day cannot build one, so it builds them without isolation, with setuptools and wheel
+(the venv's, or today's when it has none) and the project's declared build requirements installed
+first, undated."""
+_BUILD_TOOLS = ("setuptools", "wheel")
 _TEST_TOOLS = (
     ((3, 6), (("pytest", "7.0.1"), ("coverage", "6.2"))),
     ((3, 7), (("pytest", "7.4.4"), ("coverage", "7.2.7"))),
     ((3, 8), (("pytest", "8.3.5"), ("coverage", "7.6.1"))),
 )
 """coevo's pins of the test tools it runs, by the oldest Python each serves (a newer one takes the last)."""
+_COMPANIONS = {"pytest": (("py", "1.11.0"),)}
+"""What coevo's pin of a tool needs raised when the project's dated install left an older one:
+pytest 7.2 and later bring their own ``py`` shim, which a 2016 ``py`` 1.4 shadows and breaks
+(``ValueError: can only pass None, Path instances or non-empty strings to LocalPath``)."""
 _TOOL_MINIMUM = {"pytest": "4.6", "coverage": "5.0"}
 """The oldest project-installed versions coevo's pytest plugin and coverage reader work with."""
 _RESOLUTION_SETTINGS = (
@@ -182,6 +193,9 @@ class VenvBuild:
     (pip, setuptools…) and the revision's own, and ``python==X.Y.Z``."""
     note: str = ""
     """A substitute interpreter, when the one asked for is not here."""
+    unisolated: tuple[str, ...] = ()
+    """``name==version`` of the build tools an install dated before :data:`ISOLATED_BUILDS_SINCE`
+    built with, without isolation; empty when builds were isolated."""
     pinned: int = 0
     """How many recorded versions it was rebuilt from (:attr:`~runners.envspec.EnvSpec.pins`)."""
 
@@ -195,6 +209,13 @@ class VenvBuild:
         elif self.packages_before:
             found.append(BuildChoice("dependencies", f"as of {self.packages_before}",
                                 f"pip {self.pip} --uploaded-prior-to {self.packages_before}"))  # fmt: skip
+            if self.unisolated:
+                why = (
+                    f"pip's isolated builds need setuptools>=40.8.0, uploaded after "
+                    f"{self.packages_before[:10]}: {', '.join(self.unisolated)} built the project and its "
+                    "sdists"
+                )
+                found.append(BuildChoice("builds", "without isolation", why))
         elif self.retry:
             found.append(BuildChoice("dependencies", "today's releases", self.retry))
             found.append(BuildChoice("retry", "without the date", self.retry))
@@ -334,8 +355,14 @@ def environment_key(spec: EnvSpec, tree: TreeReader, python: str) -> str:
     add("layout", _LAYOUT, "python", python)
     version = _version_of(python)
     add("pip", pip_pin(version), *(f"{tool}=={pin}" for tool, pin in sorted(tool_pins(version).items())))
+    add(
+        "companions",
+        *(f"{tool}:{name}>={least}" for tool, raised in _COMPANIONS.items() for name, least in raised),
+    )
     if spec.packages_before:
         add("packages-before", spec.packages_before)
+    if _unisolated(spec):
+        add("build-isolation", "off", *_BUILD_TOOLS)
     if spec.pins:
         add("pins", *spec.pins)
     for name in _RESOLUTION_SETTINGS:
@@ -566,6 +593,7 @@ def _ensure(
         tools=tuple((name, str(v[0]), str(v[1])) for name, v in sorted(tools.items())),
         installed=tuple(marker.get("installed") or ()),
         note=str(marker.get("note", "")),
+        unisolated=tuple(marker.get("unisolated") or ()),
         pinned=sum(not pin.startswith("python==") for pin in spec.pins),
     )
 
@@ -645,7 +673,7 @@ def _build(
         copy = staging / "project"
         shutil.copytree(worktree, copy, symlinks=True, ignore=shutil.ignore_patterns(*_COPY_IGNORE))
         with sandbox.writable((venv, staging)) as installer:
-            tools = _install(venv, spec, found, copy, installer, deadline)
+            tools, unisolated = _install(venv, spec, found, copy, installer, deadline)
             local = _strip_local_projects(venv, copy)
             installed = _installed(venv, installer, deadline)
             interpreter = _python_version(venv, installer, deadline) or found.version
@@ -659,6 +687,7 @@ def _build(
         "packages_before": spec.packages_before,
         "install": [list(args) for args in spec.install],
         "tools": tools,
+        "unisolated": unisolated,
         "installed": sorted(
             [f"{name}=={version}" for name, version in installed.items() if name not in _SEEDED | local]
             + [f"python=={interpreter}"]
@@ -674,9 +703,10 @@ def _build(
 
 def _install(
     venv: Path, spec: EnvSpec, found: FoundPython, copy: Path, sandbox: Sandbox, deadline: float
-) -> dict[str, tuple[str, str]]:
+) -> tuple[dict[str, tuple[str, str]], list[str]]:
     """Creates the venv, pins its pip, installs the revision's requirements (dated when asked),
-    then coevo's test tools where the project brought none; returns where each tool came from."""
+    then coevo's test tools where the project brought none; returns where each tool came from, and
+    the build tools installed for builds without isolation (:data:`ISOLATED_BUILDS_SINCE`)."""
     created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
     if not created.ok:
         raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
@@ -689,6 +719,20 @@ def _install(
         pins = copy.parent / PINS_FILE
         pins.write_text("".join(f"{pin}\n" for pin in spec.pins if not pin.startswith("python==")))
         dated = ["-c", str(pins)]
+    unisolated: list[str] = []
+    if _unisolated(spec):
+        build_tools = [*_BUILD_TOOLS, *_declared_build_requirements(copy)]
+        _pip(
+            sandbox,
+            [python, "-m", "pip", "install", *build_tools],
+            env,
+            str(copy),
+            deadline,
+            " ".join(build_tools),
+        )
+        present = _installed(venv, sandbox, deadline)
+        unisolated = [f"{tool}=={present[tool]}" for tool in _BUILD_TOOLS if tool in present]
+        dated.append("--no-build-isolation")
     _plain_requirement_files(copy, spec.install)
     for args in spec.install:
         argv = [python, "-m", "pip", "install", *dated, *_without_editable(args)]
@@ -704,11 +748,30 @@ def _install(
         else:
             tools[tool] = (pin, f"coevo's pin for Python {minor}")
             missing.append(f"{tool}=={pin}")
+            for companion, version in _COMPANIONS.get(tool, ()):
+                if companion in present and not _at_least(present[companion], version):
+                    missing.append(f"{companion}=={version}")
     if missing:
         pinned = dated if spec.pins else []
         argv = [python, "-m", "pip", "install", *pinned, *missing]
         _pip(sandbox, argv, env, str(copy), deadline, " ".join(missing))
-    return tools
+    return tools, unisolated
+
+
+def _unisolated(spec: EnvSpec) -> bool:
+    """Whether ``spec``'s install is dated before pip's isolated builds could work."""
+    return bool(spec.packages_before) and not spec.pins and spec.packages_before < ISOLATED_BUILDS_SINCE
+
+
+def _declared_build_requirements(project: Path) -> list[str]:
+    """The ``[build-system] requires`` of the project's ``pyproject.toml`` (none when it has none)."""
+    with contextlib.suppress(OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+        requires = (
+            tomllib.loads((project / "pyproject.toml").read_text()).get("build-system", {}).get("requires")
+        )
+        if isinstance(requires, list):
+            return [str(requirement) for requirement in requires]
+    return []
 
 
 def _pip(

@@ -160,3 +160,32 @@ def test_a_dated_install_that_fails_is_retried_once_with_todays_releases(venvs: 
     assert len(list(venvs.glob(f"*/{MARKER}"))) == venv_count
     run = PytestTool().run_tests(LocalSandbox(other), spec, ["tests/test_u.py::test_two"], 300)
     assert [result.outcome for result in run.results] == [Outcome.PASS]
+
+
+@pytest.mark.slow
+def test_a_revision_older_than_isolated_builds_builds_as_of_its_date(venvs: Path, tmp_path: Path) -> None:
+    """A 2016 project with a bare ``setup.py``: pip's isolated build needs setuptools>=40.8.0
+    (February 2019), so a dated install used to fail and fall back to today's releases (six 1.17).
+    It now builds without isolation, with the dependencies of its date; its dated pytest 3.0.1
+    is below what coevo runs, and coevo's pytest 8 would break on the ``py`` 1.4 that came with it."""
+    root = write(tmp_path / "olden", {
+        "setup.py": 'from setuptools import setup\n\nsetup(name="olden", version="0.1", py_modules=["olden"],'
+        ' install_requires=["six"])\n',
+        "olden.py": "import six\n\n\ndef text(value):\n    return six.text_type(value)\n",
+        "requirements.txt": "pytest==3.0.1\n",
+        "tests/test_olden.py": 'import six\n\nfrom olden import text\n\n\ndef test_text():\n'
+        '    assert six.__version__ == "1.10.0"  # as of September 2016\n    assert text(1) == "1"\n',
+    })  # fmt: skip
+    spec = dataclasses.replace(
+        detect_env(FolderTree(root), "python"), language_version="3.9", packages_before="2016-09-01T00:00:00Z"
+    )
+    built = PytestTool().build(LocalSandbox(root), spec, timeout=900)
+    assert built.ok, built.message
+    choices = _choices(built.choices)
+    assert "retry" not in choices
+    assert choices["dependencies"][0] == "as of 2016-09-01T00:00:00Z"
+    assert choices["builds"][0] == "without isolation"
+    assert "six==1.10.0" in built.installed and "py==1.11.0" in built.installed  # py raised for pytest 8
+    assert choices["pytest"] == ("8.3.5", "coevo's pin for Python 3.9")
+    run = PytestTool().run_tests(LocalSandbox(root), spec, ["tests/test_olden.py::test_text"], 300)
+    assert [(result.outcome, result.message) for result in run.results] == [(Outcome.PASS, "")]

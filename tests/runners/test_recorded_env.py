@@ -20,7 +20,18 @@ from curation import CurateRequest, curate
 from runners.scoring import leaderboard
 from runners.venvs import MARKER
 from tasks import CuratedPair, Task, Track, open_store
-from tests.runners.python_projects import HALVES_1, HALVES_2, HALVES_DEPENDENCY, split_history, write_wheel
+from tests.gitrepo import GitRepo
+from tests.runners.python_projects import (
+    HALVES_1,
+    HALVES_2,
+    HALVES_DEPENDENCY,
+    SPLIT_TEST_V1,
+    SPLIT_TEST_V2,
+    SPLIT_V1,
+    SPLIT_V2,
+    split_history,
+    write_wheel,
+)
 
 
 @pytest.mark.slow
@@ -76,3 +87,43 @@ def test_a_release_after_curation_does_not_change_the_score(
         chosen = {choice["name"]: choice for choice in record["choices"]}
         assert chosen["dependencies"]["value"] == "as recorded"
         assert chosen["python"]["why"].startswith("python 3.12 (host): recorded with the task (python 3.12.")
+
+
+@pytest.mark.slow
+def test_each_revision_is_rebuilt_from_its_own_recorded_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rev2 moves to the dependency's 2.0 (which renamed ``half``): scoring rebuilds rev1 from what
+    rev1 resolved (1.0), not from rev2's versions, which its requirements refuse."""
+    wheels = tmp_path / "wheels"
+    write_wheel(wheels, "1.0", HALVES_1)
+    write_wheel(wheels, "2.0", HALVES_2)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(wheels))
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "curation-work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "curation-venvs"))
+    repo = GitRepo(tmp_path / "split")
+    repo.commit("halve", "2024-05-01T10:00:00+00:00", {
+        "requirements.txt": f"{HALVES_DEPENDENCY}==1.0\n",
+        "split.py": SPLIT_V1,
+        "tests/test_split.py": SPLIT_TEST_V1,
+    })  # fmt: skip
+    repo.commit("quarter on 2.0", "2024-05-02T10:00:00+00:00", {
+        "requirements.txt": f"{HALVES_DEPENDENCY}==2.0\n",
+        "split.py": SPLIT_V2.replace("half", "halved"),
+        "tests/test_split.py": SPLIT_TEST_V2,
+    })  # fmt: skip
+    db = tmp_path / "coevo.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
+    assert not curate(open_store(db), CurateRequest(backend="local", workers=1)).errors
+    with open_store(db).session() as session:
+        task = session.exec(select(Task)).one()
+    assert task.installed is not None
+    assert f"{HALVES_DEPENDENCY}==1.0" in task.installed["rev1"]
+    assert f"{HALVES_DEPENDENCY}==2.0" in task.installed["rev2"]
+
+    # Elsewhere: nothing built to reuse, both revisions rebuilt from their records.
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "scoring-work"))
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "scoring-venvs"))
+    assert main(["score", "--agent", "gold", "--backend", "local", "--db", str(db)]) == 0
+    [gold] = leaderboard(open_store(db))
+    assert (gold.success_rate, gold.harness_fail_rate) == (100.0, 0.0)
