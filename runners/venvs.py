@@ -760,7 +760,8 @@ def _install(
 
 def _unisolated(spec: EnvSpec) -> bool:
     """Whether ``spec``'s install is dated before pip's isolated builds could work."""
-    return bool(spec.packages_before) and not spec.pins and spec.packages_before < ISOLATED_BUILDS_SINCE
+    before = spec.packages_before
+    return before is not None and not spec.pins and before < ISOLATED_BUILDS_SINCE
 
 
 def _declared_build_requirements(project: Path) -> list[str]:
