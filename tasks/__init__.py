@@ -1,6 +1,7 @@
 """The data model and the store that every stage reads and writes."""
 
 from .errors import CoevoError, InfrastructureError, MissingToolchain
+from .identity import adopt_identities, task_id
 from .models import (
     AgentRun,
     AwareDateTime,
@@ -86,11 +87,13 @@ __all__ = [
     "TestChangeKind",
     "Track",
     "UnknownRepository",
+    "adopt_identities",
     "database_url",
     "list_candidates",
     "mark_abandoned_runs",
     "open_store",
     "signals_deferred",
     "stop_on_signals",
+    "task_id",
     "utcnow",
 ]
