@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import os
 import re
 import signal
@@ -29,6 +28,7 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import col, select
 
+from miner import identify_repositories
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import Language, get_language
@@ -70,6 +70,7 @@ from tasks import (
     Track,
     mark_abandoned_runs,
     open_store,
+    task_id,
     utcnow,
 )
 
@@ -137,6 +138,7 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
     request = dataclasses.replace(request, backend=backend)
     mark_abandoned_runs(store)
     remove_dead_leftovers(docker=backend == "docker")
+    identify_repositories(store)
     pending = _pending_pairs(store, request)
     with store.session() as session:
         paths = {r.id: Path(r.path) for r in session.exec(select(Repository)).all()}
@@ -347,6 +349,11 @@ def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | No
             assert pair is not None
             repo = session.get(Repository, pair.repository_id)
             assert repo is not None
+            if repo.identity is None:
+                raise CoevoError(
+                    f"repository {repo.name}: no git history at {repo.path} to identify it by (its "
+                    "remote or root commit); restore the clone there and curate again"
+                )
             candidates = list(session.exec(select(Candidate).where(Candidate.pair_id == pair_id)).all())
             changes = list(session.exec(select(MethodChange).where(MethodChange.pair_id == pair_id)).all())
             links = session.exec(
@@ -714,12 +721,6 @@ def _lines(source: bytes | None, start: int | None, end: int | None) -> str | No
 # --- writing ---------------------------------------------------------------------------------------
 
 
-def task_id(repository: str, rev1: str, rev2: str, test_file: str, track: str) -> str:
-    """A task's id: the same pair, file and track give the same id on every run and machine."""
-    digest = hashlib.sha256("\0".join((repository, rev1, rev2, test_file, track)).encode()).hexdigest()
-    return f"{track[:3]}-{digest[:16]}"
-
-
 def _recorded_spec(rev2: BuiltRevision | None) -> dict[str, Any] | None:
     """rev2's EnvSpec as stored with the pair and its tasks: a Python one with its resolved
     environment as pins, which scoring and re-validation rebuild it from."""
@@ -751,7 +752,8 @@ def _write(
         if b is not None and b.choices
     }
     installed = {name: list(b.installed) for name, b in built.items() if b is not None and b.installed}
-    assert pair.id is not None
+    assert pair.id is not None and repo.identity is not None
+    identity = repo.identity
     # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
     # writes the new ones: a run that fails or is killed first leaves the old ones whole.
     session.exec(delete(CurationRecord).where(col(CurationRecord.pair_id) == pair.id))
@@ -782,7 +784,7 @@ def _write(
     task_of: dict[int | None, str] = {}
     mined_at = _mined_at(session, pair)
     for (test_file, track), members in sorted(groups.items()):
-        identifier = task_id(repo.name, pair.rev1, pair.rev2, test_file, str(track))
+        identifier = task_id(identity, pair.rev1, pair.rev2, test_file, str(track))
         old_file = next((m.candidate.old_test_file for m in members if m.candidate.old_test_file), None)
         focal: dict[tuple[str, str], dict[str, Any]] = {}
         for member in members:

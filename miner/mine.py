@@ -34,17 +34,19 @@ from tasks import (
     RunStatus,
     Skip,
     Store,
+    adopt_identities,
     mark_abandoned_runs,
     signals_deferred,
     utcnow,
 )
 
 from .analysis import SYNTAX_WARNING, CommitAnalyzer, CommitRecord, SkipRecord, failed_record
+from .errors import NotARepository
 from .files import FilePatterns, FileRole
 from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
-from .source import detect_language, is_url, local_checkout, repository_name
+from .source import detect_language, is_url, local_checkout, repository_identity, repository_name
 
 _PARALLEL_FROM = 300
 _SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
@@ -107,6 +109,7 @@ def register_repository(store: Store, request: MineRequest) -> Repository:
                 name=_unique_name(session, name),
                 location=request.location,
                 path=str(path),
+                identity=repository_identity(path, request.location),
                 language=language,
                 test_globs=list(request.test_globs),
                 exclude_globs=list(request.exclude_globs),
@@ -130,6 +133,32 @@ def register_repository(store: Store, request: MineRequest) -> Repository:
         return repo
 
 
+def identify_repositories(store: Store) -> dict[str, str]:
+    """Finds the identity of each repository of the store that has none (a store from before
+    identities) and moves its tasks to the ids that derive from it, with their runs, records and
+    gold checks, all in one transaction (:func:`~tasks.adopt_identities`).
+
+    Returns the repositories whose history is not where the store says (name → why): they keep
+    their task ids until it is back there.
+    """
+    with store.session() as session:
+        unknown = session.exec(select(Repository).where(col(Repository.identity).is_(None))).all()
+    found: dict[int, str] = {}
+    missing: dict[str, str] = {}
+    for repo in unknown:
+        assert repo.id is not None
+        try:
+            found[repo.id] = repository_identity(Path(repo.path), repo.location)
+        except NotARepository as exc:
+            missing[repo.name] = str(exc)
+    if found:
+        with store.session() as session:
+            # Another process may have identified some meanwhile: those keep what it found.
+            still = set(session.exec(select(Repository.id).where(col(Repository.identity).is_(None))).all())
+            adopt_identities(session, {key: value for key, value in found.items() if key in still})
+    return missing
+
+
 def _unique_name(session: Session, name: str) -> str:
     taken = set(session.exec(select(Repository.name)).all())
     candidate, n = name, 2
@@ -147,6 +176,7 @@ def mine(store: Store, request: MineRequest, progress: Progress | None = None) -
     """
     mark_abandoned_runs(store)
     repo = register_repository(store, request)
+    identify_repositories(store)
     miner = Miner(store, repo, window=request.window, workers=request.workers)
     return miner.run(request.since, request.until, progress)
 

@@ -77,6 +77,72 @@ def _clone_or_fetch(url: str, clone_root: Path) -> Path:
     return target
 
 
+def canonical_remote(url: str) -> str | None:
+    """``host/owner/name`` of a clone URL (``https://``, ``ssh://``, ``git://``, ``git@host:owner/name``),
+    lower-cased, without user, port or ``.git``; None for a local path or ``file://`` URL."""
+    url = url.strip()
+    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.+)", url)
+    if "://" in url:
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() == "file":
+            return None
+        host, _, path = rest.partition("/")
+        host = host.rpartition("@")[2].partition(":")[0]
+    elif scp is not None and not url.startswith(("/", ".", "~")):
+        host, path = scp.groups()
+    else:
+        return None
+    path = path.strip("/").removesuffix(".git").strip("/")
+    if not host or not path:
+        return None
+    return f"{host}/{path}".lower()
+
+
+def origin_remote(repo_path: Path) -> str | None:
+    """The canonical remote (:func:`canonical_remote`) of the repository's ``origin``; None when
+    it has no origin or its origin is a local path."""
+    return canonical_remote(_origin(repo_path))
+
+
+def _origin(repo_path: Path) -> str:
+    """The URL of the repository's ``origin`` remote; "" when it has none."""
+    result = subprocess.run(
+        ["git", "-C", str(repo_path), "config", "--get", "remote.origin.url"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    return result.stdout.strip() if result.returncode == 0 else ""
+
+
+ROOT_PREFIX = "root:"
+"""What a repository identified by its root commit has before the commit's sha."""
+
+
+def repository_identity(repo_path: Path, location: str = "") -> str:
+    """What the repository is, wherever it was cloned: task ids derive from it.
+
+    Its canonical remote (``host/owner/name`` of ``origin``, else of ``location`` when that is a
+    clone URL), or, for a repository without a remote, ``root:<sha>`` of its root commit (the
+    oldest of HEAD's root commits, when merges brought in several). Clones of one repository in
+    any folders agree; raises :class:`NotARepository` when the folder holds no history.
+    """
+    remote = origin_remote(repo_path) or canonical_remote(location)
+    if remote:
+        return remote
+    result = subprocess.run(
+        ["git", "-C", str(repo_path), "log", "--max-parents=0", "--format=%ct %H", "HEAD"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    roots = sorted(
+        (int(seconds), sha)
+        for seconds, _, sha in (line.partition(" ") for line in result.stdout.splitlines())
+        if seconds.isdigit() and sha
+    )
+    if result.returncode != 0 or not roots:
+        cause = (result.stderr.strip().splitlines() or ["it has no commits"])[-1]
+        raise NotARepository(f"{repo_path}: cannot find its root commit: {cause}")
+    return ROOT_PREFIX + roots[0][1]
+
+
 def detect_language(path: Path, revision: str = "HEAD") -> str:
     """The language whose sources dominate the tree at ``revision``; build files break ties."""
     listing = subprocess.run(

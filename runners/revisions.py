@@ -23,11 +23,11 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from miner import origin_remote
 from tasks import CoevoError, InfrastructureError, MissingToolchain
 
 from .buildtools import BuildChoice, BuildResult
@@ -96,41 +96,11 @@ def repository_key(repo_path: Path) -> str:
 
 @functools.cache
 def _repository_key(path: str) -> str:
-    remote = canonical_remote(_origin(Path(path)))
+    remote = origin_remote(Path(path))
     identity = remote or os.path.realpath(path)
     name = re.sub(r"[^A-Za-z0-9._-]+", "_", (remote or path).rstrip("/").rsplit("/", 1)[-1])
     name = name.removesuffix(".git").strip("._-") or "repo"
     return f"{name[:40]}-{hashlib.sha256(identity.encode()).hexdigest()[:12]}"
-
-
-def canonical_remote(url: str) -> str | None:
-    """``host/owner/name`` of a clone URL (``https://``, ``ssh://``, ``git://``, ``git@host:owner/name``),
-    lower-cased, without user, port or ``.git``; None for a local path or ``file://`` URL."""
-    url = url.strip()
-    scp = re.fullmatch(r"(?:[^@/]+@)?([^:/]+):(?!//)(.+)", url)
-    if "://" in url:
-        scheme, _, rest = url.partition("://")
-        if scheme.lower() == "file":
-            return None
-        host, _, path = rest.partition("/")
-        host = host.rpartition("@")[2].partition(":")[0]
-    elif scp is not None and not url.startswith(("/", ".", "~")):
-        host, path = scp.groups()
-    else:
-        return None
-    path = path.strip("/").removesuffix(".git").strip("/")
-    if not host or not path:
-        return None
-    return f"{host}/{path}".lower()
-
-
-def _origin(repo_path: Path) -> str:
-    """The URL of the repository's ``origin`` remote; "" when it has none."""
-    result = subprocess.run(
-        ["git", "-C", str(repo_path), "config", "--get", "remote.origin.url"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    return result.stdout.strip() if result.returncode == 0 else ""
 
 
 def focus_modules(spec: EnvSpec, test_files: Sequence[str]) -> EnvSpec:

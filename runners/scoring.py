@@ -42,6 +42,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from miner import identify_repositories
 from tasks import (
     AgentRun,
     CoevoError,
@@ -679,6 +680,7 @@ def score(
     check_agent(agent, options.backend, options.trust_host, protected_folders(store, options.work))
     mark_abandoned_runs(store)
     remove_dead_leftovers(docker=options.backend == "docker" or bool(agent.image))
+    identify_repositories(store)  # runs are stored under the ids the tasks will keep
     cutoff = agent.cutoff if model_cutoff else after
     if model_cutoff and cutoff is None:
         raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")

@@ -1,6 +1,7 @@
 """The data model and the store that every stage reads and writes."""
 
 from .errors import CoevoError, InfrastructureError, MissingToolchain
+from .identity import adopt_identities, task_id
 from .models import (
     AgentRun,
     AwareDateTime,
@@ -29,7 +30,19 @@ from .models import (
     utcnow,
 )
 from .processes import Liveness, Owner, Terminated, mark_abandoned_runs, signals_deferred, stop_on_signals
-from .queries import CandidateListing, CandidateView, FocalView, UnknownRepository, list_candidates
+from .queries import (
+    CandidateListing,
+    CandidateView,
+    FocalView,
+    TaskDetails,
+    TaskListing,
+    UnknownRepository,
+    UnknownTask,
+    list_candidates,
+    list_tasks,
+    task_details,
+    task_row,
+)
 from .store import (
     DB_ENV,
     DEFAULT_DB,
@@ -81,16 +94,24 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "Task",
+    "TaskDetails",
+    "TaskListing",
     "TaskStatus",
     "Terminated",
     "TestChangeKind",
     "Track",
     "UnknownRepository",
+    "UnknownTask",
+    "adopt_identities",
     "database_url",
     "list_candidates",
+    "list_tasks",
     "mark_abandoned_runs",
     "open_store",
     "signals_deferred",
     "stop_on_signals",
+    "task_details",
+    "task_id",
+    "task_row",
     "utcnow",
 ]

@@ -99,6 +99,11 @@ class Repository(SQLModel, table=True):
     """What the user gave: a local path or a clone URL."""
     path: str
     """The local git directory coevo reads (the clone, for a URL)."""
+    identity: str | None = None
+    """What the repository is wherever it was cloned, and what its task ids derive from: its
+    canonical remote (``github.com/owner/name``) or, without one, ``root:<sha>`` of its root
+    commit. None in a store from before identities, until the next ``mine``, ``curate`` or
+    ``score`` finds it (:func:`~tasks.adopt_identities`)."""
     language: str
     test_globs: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
     """This repository's own test-file patterns; empty means the language's defaults."""

@@ -3,18 +3,38 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel
-from sqlmodel import col, select
+from sqlalchemy import func
+from sqlmodel import Session, col, select
 
 from .errors import CoevoError
-from .models import Candidate, FocalLink, MethodChange, Repository, RevisionPair, TestChangeKind
+from .models import (
+    AgentRun,
+    Candidate,
+    CurationRecord,
+    FocalLink,
+    MethodChange,
+    Repository,
+    RevisionPair,
+    Task,
+    TaskStatus,
+    TestChangeKind,
+    Track,
+)
 from .store import Store
 
 
 class UnknownRepository(CoevoError):
     """A repository name the store does not hold."""
+
+
+class UnknownTask(CoevoError):
+    """A task id the store does not hold (or a prefix that names none, or several)."""
 
 
 class FocalView(BaseModel):
@@ -63,9 +83,7 @@ def list_candidates(
             .join(Repository, col(Candidate.repository_id) == Repository.id)
         )
         if repository is not None:
-            if session.exec(select(Repository).where(Repository.name == repository)).first() is None:
-                names = ", ".join(session.exec(select(Repository.name)).all()) or "none yet"
-                raise UnknownRepository(f"no repository named {repository!r} (known: {names})")
+            _check_repository(session, repository)
             query = query.where(Repository.name == repository)
         if kind is not None:
             query = query.where(Candidate.change_kind == kind)
@@ -116,3 +134,146 @@ def list_candidates(
             for candidate, pair, repo in shown
         ],
     )
+
+
+def _check_repository(session: Session, name: str) -> None:
+    if session.exec(select(Repository).where(Repository.name == name)).first() is None:
+        names = ", ".join(session.exec(select(Repository.name)).all()) or "none yet"
+        raise UnknownRepository(f"no repository named {name!r} (known: {names})")
+
+
+# --- tasks ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TaskListing:
+    """The tasks that match, newest first (up to a limit), with counts over all that match."""
+
+    total: int
+    by_track: dict[str, int]
+    by_language: dict[str, int]
+    by_repository: dict[str, int]
+    by_status: dict[str, int]
+    tasks: list[Task]
+
+
+def list_tasks(
+    store: Store,
+    repository: str | None = None,
+    track: Track | None = None,
+    language: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    statuses: Collection[TaskStatus] = (),
+    limit: int | None = None,
+) -> TaskListing:
+    """Tasks matching the filters, newest first (their date is rev2's: ``since`` inclusive,
+    ``until`` exclusive); the counts are counted by the database, so a limit reads only its rows."""
+    with store.session() as session:
+        where: list[Any] = []
+        if repository is not None:
+            _check_repository(session, repository)
+            where.append(Task.repository == repository)
+        if track is not None:
+            where.append(Task.track == track)
+        if language is not None:
+            where.append(Task.language == language)
+        if since is not None:
+            where.append(col(Task.rev2_date) >= since)
+        if until is not None:
+            where.append(col(Task.rev2_date) < until)
+        if statuses:
+            where.append(col(Task.status).in_(list(statuses)))
+        groups = session.exec(
+            select(Task.track, Task.language, Task.status, func.count())
+            .where(*where)
+            .group_by(Task.track, Task.language, Task.status)
+        ).all()
+        per_repository = session.exec(
+            select(Task.repository, func.count()).where(*where).group_by(Task.repository)
+        ).all()
+        query = (
+            select(Task)
+            .where(*where)
+            .order_by(col(Task.rev2_date).desc(), col(Task.repository), col(Task.test_file), col(Task.id))
+        )
+        tasks = list(session.exec(query if limit is None else query.limit(limit)).all())
+    counts: dict[str, Counter[str]] = {key: Counter() for key in ("track", "language", "status")}
+    for task_track, task_language, status, n in groups:
+        counts["track"][str(task_track)] += n
+        counts["language"][task_language] += n
+        counts["status"][str(status)] += n
+    return TaskListing(
+        total=sum(counts["track"].values()),
+        by_track=dict(sorted(counts["track"].items())),
+        by_language=dict(sorted(counts["language"].items())),
+        by_repository=dict(sorted(per_repository)),
+        by_status=dict(sorted(counts["status"].items())),
+        tasks=tasks,
+    )
+
+
+def task_row(task: Task) -> dict[str, Any]:
+    """Every field of the task as JSON values, in the order the model declares them."""
+    row = task.model_dump(mode="json")
+    return {name: row[name] for name in Task.model_fields}
+
+
+@dataclass(frozen=True)
+class TaskDetails:
+    """A task with what a reviewer needs beside it: where its repository is, the pair's commits,
+    each method's curation record and the agents scored on it."""
+
+    task: Task
+    repository: Repository | None
+    pair: RevisionPair | None
+    records: dict[str, CurationRecord]
+    """Test method → its curation record (label, and what decided it)."""
+    runs: list[AgentRun]
+
+    def as_json(self) -> dict[str, Any]:
+        """Every field of the task, and the rest without its bulky duplicates (the pair's diff)."""
+        repo, pair = self.repository, self.pair
+        return {
+            **task_row(self.task),
+            "repository_identity": repo.identity if repo else None,
+            "repository_location": repo.location if repo else None,
+            "pair": pair.model_dump(mode="json", exclude={"production_diff"}) if pair else None,
+            "records": {
+                method: record.model_dump(mode="json", include={"label", "drop_reason", "detail"})
+                for method, record in self.records.items()
+            },
+            "runs": [
+                run.model_dump(mode="json", include={"agent", "model", "status", "finished_at"})
+                for run in self.runs
+            ],
+        }
+
+
+def task_details(store: Store, identifier: str) -> TaskDetails:
+    """The task with this id, or with the one id that starts with it (``gen-801b``)."""
+    with store.session() as session:
+        task = session.get(Task, identifier)
+        if task is None:
+            found = session.exec(
+                select(Task).where(col(Task.id).startswith(identifier, autoescape=True)).limit(6)
+            ).all()
+            if not found:
+                raise UnknownTask(f"no task {identifier!r} in {store.name}: coevo tasks lists them")
+            if len(found) > 1:
+                several = ", ".join(sorted(t.id for t in found)[:5]) + (", ..." if len(found) > 5 else "")
+                raise UnknownTask(f"{identifier!r} starts several task ids ({several}): give more of it")
+            task = found[0]
+        records = session.exec(
+            select(CurationRecord, Candidate)
+            .join(Candidate, col(Candidate.id) == col(CurationRecord.candidate_id))
+            .where(CurationRecord.task_id == task.id)
+        ).all()
+        runs = session.exec(select(AgentRun).where(AgentRun.task_id == task.id).order_by(col(AgentRun.agent)))
+        return TaskDetails(
+            task=task,
+            repository=session.get(Repository, task.repository_id),
+            pair=session.get(RevisionPair, task.pair_id),
+            records={candidate.test_method: record for record, candidate in records},
+            runs=list(runs.all()),
+        )

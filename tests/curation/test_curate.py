@@ -136,14 +136,15 @@ def _check_everything(curated: Curated) -> None:
     shas = curated.repo.shas
     tasks = _tasks(curated.db)
     with open_store(curated.db).session() as s:
-        repo_name = s.exec(select(Repository)).one().name
+        identity = s.exec(select(Repository)).one().identity
+    assert identity == f"root:{shas['initial']}"  # a history without a remote is its root commit
     gen_file, upd_file = (
         ("src/test/java/demo/SubtractorTest.java", "src/test/java/demo/GreeterTest.java")
         if curated.language == "java"
         else ("tests/test_subtractor.py", "tests/test_greeter.py")
     )
-    gen_id = task_id(repo_name, shas["initial"], shas["generation"], gen_file, "generation")
-    upd_id = task_id(repo_name, shas["generation pass old"], shas["update positive"], upd_file, "update")
+    gen_id = task_id(identity, shas["initial"], shas["generation"], gen_file, "generation")
+    upd_id = task_id(identity, shas["generation pass old"], shas["update positive"], upd_file, "update")
     assert set(tasks) == {gen_id, upd_id}
     gen, upd = tasks[gen_id], tasks[upd_id]
     assert (gen["track"], gen["rev1"], gen["rev2"], gen["language"]) == (

@@ -8,7 +8,8 @@ import pytest
 from sqlmodel import select
 
 import miner
-from runners.revisions import canonical_remote, prepare_revision, repository_key
+from miner import canonical_remote
+from runners.revisions import prepare_revision, repository_key
 from tasks import Repository, open_store
 from tests.gitrepo import GitRepo
 
