@@ -40,6 +40,8 @@ def failure_cause(outcome: str, message: str, test_names: Collection[str]) -> st
         return BEHAVIOUR
     named = _named(message)
     if not named:
+        if outcome == "error" and _mentions(message, test_names):
+            return TEST_CODE  # an error in a set-up or fixture of another changed test file
         return PRODUCTION_API if outcome == "compile_error" else BEHAVIOUR
     if any(name in test_names or name.rsplit(".", 1)[-1] in test_names for name in named):
         return TEST_CODE
@@ -57,6 +59,12 @@ def names_of_test_code(paths_and_helpers: dict[str, Collection[str]]) -> frozens
             names.add(".".join(pure.with_suffix("").parts))
         names.update(helper for helper in helpers if not helper.startswith("<"))
     return frozenset(names)
+
+
+def _mentions(message: str, names: Collection[str]) -> bool:
+    """Whether ``message`` names one of ``names`` as a word (names of three characters or more)."""
+    words = set(re.findall(r"[\w.]+", message)) | set(re.findall(r"\w+", message))
+    return any(len(name) >= 3 and name in words for name in names)
 
 
 def _named(message: str) -> list[str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable, Sequence
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from miner.errors import SourceSyntaxError
 from miner.files import FilePatterns, FileRole
@@ -111,6 +111,10 @@ def uses_changed_helper(
     string: ``lazy_fixture("server")``, ``request.getfixturevalue("server")``,
     ``@pytest.mark.usefixtures("server")``), if any.
 
+    A changed autouse fixture of a ``conftest.py`` runs around every test below it, most of them
+    untouched by its change (flask's ``leak_detector``): it is no use by itself. Where it does
+    decide a cell, the failure happens in it and names it (:func:`~curation.causes.failure_cause`).
+
     Helpers of the test's own file are not: the agent writes that whole file, so they are part of
     its answer (:func:`same_file_helpers`).
     """
@@ -118,15 +122,10 @@ def uses_changed_helper(
     for file, changed in sorted(helpers.items()):
         if file == test_file:
             continue
-        above = PurePosixPath(file).name == "conftest.py" and _under(test_file, PurePosixPath(file).parent)
-        for key, (name, tokens) in sorted(changed.items()):
-            if name in names or (above and "autouse" in tokens):
+        for key, (name, _) in sorted(changed.items()):
+            if name in names:
                 return f"{file}::{key}"
     return None
-
-
-def _under(path: str, folder: PurePosixPath) -> bool:
-    return str(folder) in ("", ".") or PurePosixPath(path).is_relative_to(folder)
 
 
 def same_file_helpers(

@@ -134,6 +134,8 @@ def _message(report):
         reason = str(report.longrepr[-1])
         return reason[len("Skipped: "):] if reason.startswith("Skipped: ") else reason
     crash = getattr(report.longrepr, "reprcrash", None)
+    if crash is not None and report.when != "call":  # a fixture or set-up failed: where says whose
+        return _bounded(f"{crash.message}\\n(at {crash.path}:{crash.lineno})")
     if crash is not None:
         return _bounded(str(crash.message))
     return _bounded(str(report.longrepr or ""))  # a fixture not found, say: the report says why

@@ -73,36 +73,74 @@ def test_a_helper_of_the_tests_own_file_is_its_answer_and_transitive(tmp_path: P
     assert same_file_helpers("tests/test_squarer.py", untouched, helpers) == []
 
 
-@pytest.mark.parametrize(
-    "use",
-    [
-        'request.getfixturevalue("server")',
-        "pytest.lazy_fixture('server')",
-        None,  # an autouse fixture of a conftest above the test runs without being named
-    ],
-)
-def test_changed_test_code_elsewhere_named_in_a_string_or_autouse_drops(
-    tmp_path: Path, use: str | None
-) -> None:
+@pytest.mark.parametrize("use", ['request.getfixturevalue("server")', "pytest.lazy_fixture('server')"])
+def test_changed_test_code_elsewhere_named_in_a_string_drops(tmp_path: Path, use: str) -> None:
     repo = GitRepo(tmp_path / "calc")
     repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
-    fixture = "@pytest.fixture(autouse=True)\n" if use is None else "@pytest.fixture\n"
     repo.commit("change", "2024-05-02T10:00:00+00:00", {
-        "tests/conftest.py": f"import pytest\n\n\n{fixture}def server():\n    return 9\n",
+        "tests/conftest.py": "import pytest\n\n\n@pytest.fixture\ndef server():\n    return 9\n",
     })  # fmt: skip
-    body = f"def test_square(request):\n    assert square(3) == {use or 9}\n"
+    body = f"def test_square(request):\n    assert square(3) == {use}\n"
     found = uses_changed_helper("tests/test_squarer.py", _tokens("python", body), _helpers(repo, "python"))
     assert found == "tests/conftest.py::server"
 
 
-def test_a_conftest_beside_other_tests_does_not_touch_these(tmp_path: Path) -> None:
+@pytest.mark.parametrize("conftest", ["tests/other/conftest.py", "tests/conftest.py"])
+def test_a_changed_autouse_fixture_is_no_use_by_itself(tmp_path: Path, conftest: str) -> None:
+    """Beside other tests, or above this one: it runs around the test without being named."""
     repo = GitRepo(tmp_path / "calc")
     repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
-    repo.commit("change", "2024-05-02T10:00:00+00:00", {
-        "tests/other/conftest.py": AUTOUSE,
-    })  # fmt: skip
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {conftest: AUTOUSE})
     body = _tokens("python", "def test_square():\n    assert square(3) == 9\n")
     assert uses_changed_helper("tests/test_squarer.py", body, _helpers(repo, "python")) is None
+
+
+GUARD_V1 = "import pytest\n\n\n@pytest.fixture(autouse=True)\ndef guard():\n    yield\n"
+GUARD_V2 = (
+    "import os\n\nimport pytest\n\n\n@pytest.fixture(autouse=True)\ndef guard():\n    yield\n"
+    '    assert os.environ.pop("COEVO_STRICT", None) != "leaked", "a test leaked COEVO_STRICT"\n'
+)
+LABEL_TESTS_V1 = (
+    "import os\n\nfrom calc.squarer import label\n\n\n"
+    'def test_label():\n    assert label(3) == "3^2"\n\n\n'
+    'def test_strict():\n    os.environ["COEVO_STRICT"] = "leaked"\n    assert label(2).startswith("2")\n'
+)
+LABEL_TESTS_V2 = (
+    "from calc.squarer import label\n\n\n"
+    'def test_label():\n    assert label(3) == "3²"\n\n\n'
+    "def test_strict(monkeypatch):\n"
+    '    monkeypatch.setenv("COEVO_STRICT", "kept")\n    assert label(2) == "2²"\n'
+)
+
+
+def test_a_changed_autouse_fixture_decides_only_where_its_failure_names_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The conftest's autouse ``guard`` gains a teardown check with the change (as flask's
+    ``leak_detector`` did). test_label's update is about the new label: a task. The old
+    test_strict passes on the new code but for the guard, which fails it at teardown: its ON
+    error is the guard's, so it is no task, though its new version fails on the old code too."""
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", {
+        "requirements.txt": "# pytest only\n", "calc/__init__.py": "",
+        "calc/squarer.py": 'def label(a):\n    return f"{a}^2"\n',
+        "tests/conftest.py": GUARD_V1, "tests/test_squarer.py": LABEL_TESTS_V1,
+    })  # fmt: skip
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "calc/squarer.py": 'def label(a):\n    return f"{a}²"\n',
+        "tests/conftest.py": GUARD_V2, "tests/test_squarer.py": LABEL_TESTS_V2,
+    })  # fmt: skip
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    found = records(db)
+    labels = {
+        m: (str(r.drop_reason or r.label), {c: v["outcome"] for c, v in r.cells.items()})
+        for m, r in found.items()
+    }
+    assert labels == {
+        "test_label": ("test_update_positive", {"OO": "pass", "ON": "fail", "NO": "fail", "NN": "pass"}),
+        "test_strict": ("old_fails_on_test_code", {"OO": "pass", "ON": "error", "NO": "fail", "NN": "pass"}),
+    }
+    assert "tests/conftest.py" in found["test_strict"].cells["ON"]["message"]
 
 
 def test_java_helpers_in_the_same_class_belong_to_the_answer_and_in_another_drop(tmp_path: Path) -> None:
