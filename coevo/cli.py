@@ -36,25 +36,30 @@ from runners.scoring import ScoreOptions
 from tasks import (
     AgentRun,
     CoevoError,
+    ExportOptions,
     MiningRun,
     Repository,
+    SnapshotInfo,
     Store,
     TaskDetails,
     TaskStatus,
     Terminated,
     TestChangeKind,
     Track,
+    import_snapshot,
     list_candidates,
+    list_snapshots,
     list_tasks,
     open_store,
     stop_on_signals,
     task_details,
     task_row,
+    verify_snapshot,
 )
 
 from . import __version__
 from .example import write_example
-from .pipeline import EnvironmentRun, build_and_test, environment_of, run_pipeline
+from .pipeline import EnvironmentRun, build_and_test, environment_of, export, run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload. Nothing
 # printed is Rich markup: test ids (`test_x[a]`), pip arguments (`.[test,dev]`), messages and
@@ -989,6 +994,102 @@ def _diff(diff: str) -> Text:
             style = ""
         shown.append(line + ("\n" if index < len(lines) - 1 else ""), style=style)
     return shown
+
+
+@app.command("export")
+@click.option("--since", metavar="DATE", help="Only tasks dated on or after this date (rev2's; YYYY-MM-DD).")
+@click.option("--until", metavar="DATE", help="Only tasks dated before this date (YYYY-MM-DD).")
+@click.option("--track", "tracks", multiple=True, type=click.Choice([t.value for t in Track]),
+              help="Only tasks of this track (repeatable).")  # fmt: skip
+@click.option("--language", "languages", multiple=True, type=click.Choice(["java", "python"]),
+              help="Only tasks in this language (repeatable).")  # fmt: skip
+@click.option("--repo", "repos", multiple=True, help="Only this repository (its name; repeatable).")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("snapshots"), show_default=True,
+              help="The folder that holds the snapshots.")  # fmt: skip
+@click.option("--format", "formats", multiple=True, type=click.Choice(["swebench"]),
+              help="Also write rows in this shape (swebench: SWE-bench-style harness inputs).")  # fmt: skip
+@_common
+def export_command(
+    since: str | None,
+    until: str | None,
+    tracks: tuple[str, ...],
+    languages: tuple[str, ...],
+    repos: tuple[str, ...],
+    out: Path,
+    formats: tuple[str, ...],
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Write a dated snapshot of the tasks: JSONL, Parquet, manifest, dataset card, changelog.
+
+    Example: coevo export --since 2025-01-01 --until 2025-07-01 --out snapshots
+    """
+    options = ExportOptions(
+        since=parse_date(since, "--since"),
+        until=parse_date(until, "--until"),
+        tracks=tracks,
+        languages=languages,
+        repositories=repos,
+        swebench="swebench" in formats,
+    )
+    info = export(_store(db, write=False), out, options)
+    _print_snapshots([info], as_json, single=True)
+
+
+@app.command("verify")
+@click.argument("folder", metavar="DIR", type=click.Path(path_type=Path))
+def verify_command(folder: Path) -> None:
+    """Check a snapshot: every file's sha256 and size, its schema version, JSONL against Parquet.
+
+    Example: coevo verify snapshots/2025-07-01-0123456789ab
+    """
+    manifest = verify_snapshot(folder)
+    out.print(f"{folder}: ok, {manifest['counts']['tasks']} tasks, {len(manifest['files'])} files verified")
+
+
+@app.command("import")
+@click.argument("folder", metavar="DIR", type=click.Path(path_type=Path))
+@_common
+def import_command(folder: Path, db: str | None, as_json: bool) -> None:
+    """Verify a snapshot, then load its tasks, repositories and records into a store (created if missing).
+
+    Example: coevo import snapshots/2025-07-01-0123456789ab --db tasks.db
+    """
+    verify_snapshot(folder)  # a bad snapshot creates no store
+    report = import_snapshot(_store(db, write=True), folder)
+    if as_json:
+        click.echo(json.dumps(dataclasses.asdict(report), indent=2))
+        return
+    out.print(
+        f"{report.tasks_added} tasks added, {report.statuses_changed} statuses changed, "
+        f"{report.unchanged} unchanged; {report.repositories_added} repositories and "
+        f"{report.records_added} records added"
+    )
+
+
+@app.command("snapshots")
+@click.argument("folder", metavar="[DIR]", type=click.Path(path_type=Path), default=Path("snapshots"))
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+def snapshots_command(folder: Path, as_json: bool) -> None:
+    """List the snapshots in a folder (default ./snapshots) with their dates, counts and hashes.
+
+    Example: coevo snapshots snapshots
+    """
+    if not folder.is_dir():
+        raise CoevoError(f"no folder {folder}: give the folder coevo export --out wrote to")
+    _print_snapshots(list_snapshots(folder), as_json)
+
+
+def _print_snapshots(infos: list[SnapshotInfo], as_json: bool, single: bool = False) -> None:
+    rows = [{**dataclasses.asdict(info), "path": str(info.path)} for info in infos]
+    if as_json:
+        click.echo(json.dumps(rows[0] if single else rows, indent=2))
+        return
+    table = Table("snapshot", "end", "tasks", "records", "tracks", "content hash", box=None)
+    for info in infos:
+        tracks = ", ".join(f"{n} {k}" for k, n in info.by_track.items()) or "-"
+        table.add_row(str(info.path), info.end, str(info.tasks), str(info.records), tracks, info.content_hash)
+    out.print(table)
 
 
 @app.group()

@@ -16,7 +16,7 @@ from pathlib import Path
 from curation import CurateProgress, CurateReport, CurateRequest, curate
 from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
 from miner.gitlog import git
-from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
+from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers, reset_test_file
 from runners.buildtools import BuildChoice
 from runners.environment import base_images as configured_base_images
 from runners.environment import build_revision, image_plan, jdk_plan, prepare_environment
@@ -26,7 +26,18 @@ from runners.jdk import NoSuitableJdk
 from runners.maven import maven_choice
 from runners.scratch import temporary_dir
 from runners.worktree import export_revision
-from tasks import CoevoError, MiningRun, Repository, Store
+from tasks import (
+    CoevoError,
+    ExportOptions,
+    MiningRun,
+    Repository,
+    SnapshotInfo,
+    Store,
+    Task,
+    export_snapshot,
+)
+
+from . import __version__
 
 
 @dataclass
@@ -188,3 +199,20 @@ def build_and_test(
         finally:
             runner.close()
     return dataclasses.replace(run, tests=results)
+
+
+def given_test_file(task: Task, repo: Repository) -> str | None:
+    """The test file an agent starts from on ``task``, as scoring resets it, read from the
+    repository's history (for a snapshot row; None: the agent writes the whole file)."""
+    if not repo.path or not Path(repo.path).is_dir():
+        raise CoevoError(
+            f"task {task.id}: the history of {repo.name} is not at {repo.path or 'a known path'}, "
+            "and the reset test file is built from it: clone it there, or export from a store that has it"
+        )
+    given = reset_test_file(task, Path(repo.path))
+    return None if given is None else given.decode("utf-8", errors="replace")
+
+
+def export(store: Store, parent: Path, options: ExportOptions) -> SnapshotInfo:
+    """The snapshot of ``store`` for ``options`` in a new folder of ``parent``."""
+    return export_snapshot(store, parent, options, __version__, given_test_file)

@@ -30,6 +30,7 @@ from .results import MESSAGE_LIMIT, Outcome, TestResult, bounded, cause_line, in
 from .sandbox import ExecResult, LocalSandbox, Sandbox
 from .tools import ToolDownloadFailed, UnknownTool, tool_jar
 from .venvs import NoPython, VenvBuildFailed, find_python, venv_for
+from .workspace import reset_test_file
 from .worktree import WorktreeFailed, export_revision
 
 __all__ = [
@@ -90,6 +91,7 @@ __all__ = [
     "prepare_environment",
     "remove_dead_leftovers",
     "remove_leftovers",
+    "reset_test_file",
     "resolve_backend",
     "tool_jar",
     "venv_for",

@@ -421,6 +421,11 @@ class Task(SQLModel, table=True):
     mined_at: datetime | None = _aware(nullable=True)
     curated_at: datetime | None = _aware(now=True)
     status: TaskStatus = TaskStatus.ACTIVE
+    given_test_file: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    """The test file the agent starts from, as an imported snapshot carried it (None: the agent
+    writes the whole file); read only when ``given_recorded``, else built from the repository."""
+    given_recorded: bool = False
+    """The task came from a snapshot: ``given_test_file`` holds its reset test file."""
 
 
 # --- scoring -------------------------------------------------------------------------------------

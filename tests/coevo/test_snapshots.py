@@ -1,0 +1,328 @@
+"""`coevo export`, `verify`, `import` and `snapshots` on a store curated from a real history."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from sqlmodel import select
+
+import miner
+from curation import CurateRequest, curate
+from tasks import Task, TaskStatus, open_store
+from tests.coevo.test_browse import coevo
+from tests.gitrepo import GitRepo
+
+SQUARE = "def square(side):\n    return side * side\n"
+RECTANGLE = "\n\ndef rectangle(width, height):\n    return width * height\n"
+STRICT = RECTANGLE.replace("    return", "    if width < 0:\n        raise ValueError(width)\n    return")
+TRIANGLE = "\n\ndef triangle(base, height):\n    return base * height / 2\n"
+CIRCLE = "\n\ndef circle(radius):\n    return 3 * radius * radius\n"
+TEST_SQUARE = "\n\ndef test_square():\n    assert square(3) == 9\n"
+WRONG_SQUARE = "\n\ndef test_square():\n    assert square(3) == 10\n"
+LAX = "\n\ndef test_rectangle():\n    assert rectangle(-2, 3) == -6\n"
+STRICT_TEST = "\n\ndef test_rectangle():\n    with pytest.raises(ValueError):\n        rectangle(-2, 3)\n"
+TEST_TRIANGLE = "\n\ndef test_triangle():\n    assert triangle(4, 3) == 6\n"
+TEST_CIRCLE = "\n\ndef test_circle():\n    assert circle(2) == 12\n"
+HEAD = "import pytest\n\nfrom shapes import *  # noqa: F403\n"
+
+TRIANGLE_DATE = "2026-09-01T09:00:00+00:00"
+RECTANGLE_DATE = "2026-09-01T23:30:00-05:00"
+"""2026-09-02 04:30 in UTC: a task of the 2nd, though its committer's day was the 1st."""
+
+
+def history(path: Path) -> GitRepo:
+    """A new function (generation), a changed one at 23:30-05:00 (update), then a new function
+    beside a test whose new version fails (generation, and a dropped record)."""
+    repo = GitRepo(path)
+    commits = [
+        ("Squares and rectangles", "2026-09-01T08:00:00+00:00", SQUARE + RECTANGLE, TEST_SQUARE + LAX),
+        ("Add triangles", TRIANGLE_DATE, SQUARE + RECTANGLE + TRIANGLE, TEST_SQUARE + LAX + TEST_TRIANGLE),
+        ("Reject negative sides", RECTANGLE_DATE, SQUARE + STRICT + TRIANGLE,
+         TEST_SQUARE + STRICT_TEST + TEST_TRIANGLE),
+        ("Add circles", "2026-09-03T10:00:00+00:00", SQUARE + STRICT + TRIANGLE + CIRCLE,
+         WRONG_SQUARE + STRICT_TEST + TEST_TRIANGLE + TEST_CIRCLE),
+    ]  # fmt: skip
+    for message, date, shapes, tests in commits:
+        files = {"shapes.py": shapes, "tests/test_shapes.py": HEAD + tests, "requirements.txt": "# pytest\n"}
+        repo.commit(message, date, files)
+    return repo
+
+
+@dataclass
+class Curated:
+    db: Path
+    repo: GitRepo
+    ids: dict[str, str]
+    """Task id by its test method."""
+
+
+@pytest.fixture(scope="module")
+def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
+    root = tmp_path_factory.mktemp("snapshots")
+    repo = history(root / "shapes")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COEVO_WORK", str(root / "work"))
+        patch.setenv("COEVO_VENVS", str(root / "venvs"))
+        db = root / "coevo.db"
+        miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
+        assert not curate(open_store(db), CurateRequest(backend="local", reruns=1, workers=1)).errors
+    with open_store(db).session() as s:
+        ids = {t.test_methods[0]: t.id for t in s.exec(select(Task)).all()}
+    assert set(ids) == {"test_triangle", "test_rectangle", "test_circle"}
+    yield Curated(db, repo, ids)
+
+
+def export(db: Path, out: Path, *options: str) -> Path:
+    result = coevo("export", "--db", str(db), "--out", str(out), "--json", *options)
+    assert result.returncode == 0, result.stderr
+    return Path(json.loads(result.stdout)["path"])
+
+
+def contents(folder: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(folder.iterdir())}
+
+
+def jsonl(folder: Path, name: str = "tasks.jsonl") -> list[dict[str, object]]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines()]
+
+
+def copy_store(source: Path, target: Path) -> None:
+    """A copy of a store in WAL mode, its journal's pages included."""
+    with sqlite3.connect(source) as src, sqlite3.connect(target) as dst:
+        src.backup(dst)
+
+
+def dump(db: Path) -> list[str]:
+    """Every row of the store, as SQL."""
+    with sqlite3.connect(db) as connection:
+        return list(connection.iterdump())
+
+
+def test_export_writes_a_deterministic_snapshot_that_datasets_loads(curated: Curated, tmp_path: Path) -> None:
+    folder = export(curated.db, tmp_path / "a")
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "CHANGELOG.md", "README.md", "manifest.json", "records.parquet", "tasks.jsonl", "tasks.parquet",
+    ]  # fmt: skip
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert folder.name == f"2026-09-03-{manifest['content_hash'][:12]}"
+    assert manifest["counts"]["tasks"] == 3
+    assert manifest["counts"]["by_track"] == {"generation": 2, "update": 1}
+    assert manifest["counts"]["by_half_year"] == {"2026-H2": 3}
+    assert manifest["counts"]["records"] >= 1
+    assert set(manifest["files"]) == {
+        "CHANGELOG.md",
+        "README.md",
+        "records.parquet",
+        "tasks.jsonl",
+        "tasks.parquet",
+    }
+
+    rows = jsonl(folder)
+    assert [r["id"] for r in rows] == [
+        curated.ids[m] for m in ("test_triangle", "test_rectangle", "test_circle")
+    ]
+    assert pd.read_parquet(folder / "tasks.parquet").to_dict("records")[0]["id"] == rows[0]["id"]
+    triangle = rows[0]
+    assert triangle["rev2_date"] == "2026-09-01T09:00:00+00:00"
+    assert triangle["repository_identity"].startswith("root:")
+    assert (triangle["clone_url"], triangle["licence"], triangle["status"]) == (None, "unknown", "active")
+    assert triangle["test_ids"] == ["tests/test_shapes.py::test_triangle"]
+    assert "def test_triangle" not in triangle["given_test_file"]
+    assert "def test_square" in triangle["given_test_file"]
+    assert "+def test_triangle" in triangle["gold_patch"]
+    assert "+def triangle" in triangle["production_diff"]
+    assert json.loads(triangle["matrix_summary"])["test_triangle"]["NN"] == "pass"
+    focal = json.loads(triangle["focal_methods"])
+    assert [(f["method"], f["start"] > 0) for f in focal] == [("triangle", True)]
+    records = pd.read_parquet(folder / "records.parquet")
+    assert "new_on_new_not_pass" in set(records["drop_reason"])
+
+    again = export(curated.db, tmp_path / "b")
+    assert again.name == folder.name
+    assert contents(again) == contents(folder)
+
+    import datasets
+
+    tasks = datasets.load_dataset(str(folder), cache_dir=str(tmp_path / "hf"))
+    assert tasks["test"]["id"] == [r["id"] for r in rows]
+    loaded = datasets.load_dataset(str(folder), "records", cache_dir=str(tmp_path / "hf"))
+    assert loaded["test"].num_rows == len(records)
+
+
+def test_window_bounds_are_utc_since_inclusive_until_exclusive(curated: Curated, tmp_path: Path) -> None:
+    triangle, rectangle = curated.ids["test_triangle"], curated.ids["test_rectangle"]
+
+    def ids(*options: str) -> list[str]:
+        return [str(r["id"]) for r in jsonl(export(curated.db, tmp_path / "w", *options))]
+
+    assert ids("--since", "2026-09-01T09:00:00+00:00", "--until", "2026-09-02") == [triangle]
+    assert ids("--until", "2026-09-01T09:00:00+00:00") == []
+    # rev2 at 23:30-05:00 is 04:30 UTC on the 2nd, whatever day the committer's clock showed.
+    assert ids("--since", "2026-09-02", "--until", "2026-09-03") == [rectangle]
+    assert ids("--since", RECTANGLE_DATE, "--until", "2026-09-02T04:30:01+00:00") == [rectangle]
+    assert ids("--since", "2026-09-01T09:00:01+00:00", "--until", "2026-09-01T23:30:00-05:00") == []
+    assert export(curated.db, tmp_path / "n", "--until", "2026-09-02").name.startswith("2026-09-02-")
+
+
+def test_an_empty_window_gives_an_empty_snapshot(curated: Curated, tmp_path: Path) -> None:
+    folder = export(curated.db, tmp_path, "--since", "2030-01-01")
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert (manifest["counts"]["tasks"], manifest["counts"]["records"]) == (0, 0)
+    assert manifest["counts"]["by_track"] == {}
+    assert folder.name.startswith("undated-")
+    assert (folder / "tasks.jsonl").read_text() == ""
+    assert pq.read_table(folder / "tasks.parquet").num_rows == 0
+    assert coevo("verify", str(folder)).returncode == 0
+
+
+def test_swebench_rows(curated: Curated, tmp_path: Path) -> None:
+    folder = export(curated.db, tmp_path, "--format", "swebench")
+    rows = {str(r["instance_id"]): r for r in jsonl(folder, "swebench.jsonl")}
+    triangle = rows[curated.ids["test_triangle"]]
+    task = next(r for r in jsonl(folder) if r["id"] == triangle["instance_id"])
+    assert triangle["base_commit"] == task["rev1"]
+    assert triangle["test_patch"] == task["gold_patch"]
+    assert triangle["patch"] == task["production_diff"]
+    assert triangle["created_at"] == "2026-09-01T09:00:00+00:00"
+    assert triangle["FAIL_TO_PASS"] == ["tests/test_shapes.py::test_triangle"]
+    assert triangle["PASS_TO_PASS"] == []
+    assert "swebench.jsonl" in json.loads((folder / "manifest.json").read_text())["files"]
+    assert "FAIL_TO_PASS" in (folder / "README.md").read_text()
+
+
+def test_changelog_lists_added_and_retired(curated: Curated, tmp_path: Path) -> None:
+    db = tmp_path / "copy.db"
+    copy_store(curated.db, db)
+    out = tmp_path / "snaps"
+    first = export(db, out, "--until", "2026-09-03")
+    assert "first snapshot" in (first / "CHANGELOG.md").read_text()
+    with open_store(db).session() as s:
+        task = s.get(Task, curated.ids["test_triangle"])
+        assert task is not None
+        task.status = TaskStatus.QUARANTINED
+        s.add(task)
+    second = export(db, out)
+    log = (second / "CHANGELOG.md").read_text()
+    assert f"Against {first.name}." in log
+    assert f"## Added (1)\n\n- {curated.ids['test_circle']}\n" in log
+    assert f"## Retired (1)\n\n- {curated.ids['test_triangle']}: quarantined\n" in log
+    assert "## Changed (0)" in log
+
+    listing = coevo("snapshots", str(out))
+    assert listing.returncode == 0, listing.stderr
+    lines = listing.stdout.splitlines()
+    assert [line.split()[:4] for line in lines[1:]] == [
+        [
+            str(first),
+            "2026-09-03",
+            "2",
+            str(json.loads((first / "manifest.json").read_text())["counts"]["records"]),
+        ],
+        [str(second), "2026-09-03", "3", lines[2].split()[3]],
+    ]
+    assert json.loads((second / "manifest.json").read_text())["content_hash"] in lines[2]
+
+
+def test_import_round_trip_is_idempotent_and_updates_statuses(curated: Curated, tmp_path: Path) -> None:
+    original = export(curated.db, tmp_path / "one")
+    db = tmp_path / "imported.db"
+    result = coevo("import", str(original), "--db", str(db))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("3 tasks added, 0 statuses changed, 0 unchanged; 1 repositories")
+    before = dump(db)
+    again = coevo("import", str(original), "--db", str(db))
+    assert again.stdout.startswith("0 tasks added, 0 statuses changed, 3 unchanged; 0 repositories")
+    assert dump(db) == before
+
+    # Exported again from the imported store, elsewhere: the same files under the same name.
+    copy = export(db, tmp_path / "two")
+    assert copy.name == original.name
+    assert contents(copy) == contents(original)
+
+    # A newer snapshot from the original store, with one task quarantined, moves its status.
+    newer_db = tmp_path / "newer.db"
+    copy_store(curated.db, newer_db)
+    with open_store(newer_db).session() as s:
+        task = s.get(Task, curated.ids["test_circle"])
+        assert task is not None
+        task.status = TaskStatus.QUARANTINED
+        s.add(task)
+    newer = export(newer_db, tmp_path / "three")
+    moved = coevo("import", str(newer), "--db", str(db))
+    assert moved.stdout.startswith("0 tasks added, 1 statuses changed, 2 unchanged"), moved.stdout
+    with open_store(db).session() as s:
+        assert s.get(Task, curated.ids["test_circle"]).status == TaskStatus.QUARANTINED  # type: ignore[union-attr]
+
+
+def _one_byte(folder: Path) -> str:
+    path = folder / "tasks.jsonl"
+    data = bytearray(path.read_bytes())
+    data[10] ^= 1
+    path.write_bytes(bytes(data))
+    return "tasks.jsonl"
+
+
+def _missing(folder: Path) -> str:
+    (folder / "records.parquet").unlink()
+    return "records.parquet"
+
+
+def _not_json(folder: Path) -> str:
+    path = folder / "manifest.json"
+    path.write_text(path.read_text()[:-3])
+    return "manifest.json"
+
+
+def _newer_schema(folder: Path) -> str:
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    manifest["schema_version"] += 1
+    path.write_text(json.dumps(manifest))
+    return "manifest.json"
+
+
+def _disagreeing(folder: Path) -> str:
+    """Parquet rows that differ from the JSONL ones, with a manifest that vouches for both."""
+    table = pq.read_table(folder / "tasks.parquet")
+    statuses = ["retired", *table.column("status").to_pylist()[1:]]
+    table = table.set_column(table.schema.get_field_index("status"), "status", pa.array(statuses))
+    pq.write_table(table, folder / "tasks.parquet")
+    path = folder / "manifest.json"
+    manifest = json.loads(path.read_text())
+    data = (folder / "tasks.parquet").read_bytes()
+    manifest["files"]["tasks.parquet"] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+    path.write_text(json.dumps(manifest))
+    return "tasks.parquet"
+
+
+@pytest.mark.parametrize("damage", [_one_byte, _missing, _not_json, _newer_schema, _disagreeing])
+def test_a_bad_snapshot_names_its_file_and_imports_nothing(
+    curated: Curated, tmp_path: Path, damage: object
+) -> None:
+    folder = export(curated.db, tmp_path / "snaps", "--until", "2026-09-02")
+    db = tmp_path / "store.db"
+    assert coevo("verify", str(folder)).returncode == 0
+    assert coevo("import", str(folder), "--db", str(db)).returncode == 0
+    newer = export(curated.db, tmp_path / "snaps")
+    before = dump(db)
+    bad = damage(newer)  # type: ignore[operator]
+    for command in ("verify", "import"):
+        result = (
+            coevo(command, str(newer), "--db", str(db)) if command == "import" else coevo(command, str(newer))
+        )
+        assert result.returncode == 1, result
+        assert result.stderr.count("\n") == 1, result.stderr
+        assert result.stderr.startswith(f"error: {newer / bad}: "), result.stderr
+    assert dump(db) == before
+    fresh = tmp_path / "fresh.db"
+    assert coevo("import", str(newer), "--db", str(fresh)).returncode == 1
+    assert not fresh.exists()
