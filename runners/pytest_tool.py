@@ -15,6 +15,7 @@ the code; a test that exists in no collected module is ``absent``.
 
 from __future__ import annotations
 
+import configparser
 import dataclasses
 import json
 import os
@@ -427,7 +428,34 @@ def _common_options(worktree: Path) -> list[str]:
         f"--rootdir={worktree}",
         "-W",
         "ignore::pytest.PytestDeprecationWarning",
+        *_old_setup_cfg_options(worktree),
     ]
+
+
+def _old_setup_cfg_options(worktree: Path) -> list[str]:
+    """A ``[pytest]`` section of ``setup.cfg`` (pytest 3 and before; pytest 4 and later refuse to
+    start: "[pytest] section in setup.cfg files is no longer supported") given as ``-o`` options,
+    with no ini file read (``-c /dev/null``); none when pytest would read another file first."""
+    if any((worktree / name).is_file() for name in ("pytest.ini", ".pytest.ini")):
+        return []
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(_text(worktree, "setup.cfg"))
+    except configparser.Error:
+        return []
+    if not parser.has_section("pytest") or parser.has_section("tool:pytest"):
+        return []
+    for name, section in (("tox.ini", "pytest"), ("pyproject.toml", "tool.pytest.ini_options")):
+        if f"[{section}]" in _text(worktree, name):
+            return []
+    options = ["-c", os.devnull]
+    for key, value in parser.items("pytest"):
+        options += ["-o", f"{key}={value.strip()}"]
+    return options
+
+
+def _text(worktree: Path, path: str) -> str:
+    return (read_beneath(worktree, path) or b"").decode("utf-8", errors="replace")
 
 
 def _test_env(venv: Path, worktree: Path, extra_paths: Sequence[Path]) -> dict[str, str]:

@@ -743,3 +743,21 @@ def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path:
     assert [m.status for m in unrelated.mutants] == ["NO_COVERAGE"]
     failing = PytestTool().mutation(box, PLAIN, ["tests/test_other.py::test_gone"], mutants, timeout=600)
     assert (failing.mutants, failing.message) == ((), "no test passes without mutation")
+
+
+@pytest.mark.slow
+def test_a_pytest_section_of_setup_cfg_is_honoured(tmp_path: Path) -> None:
+    """pytest 4 and later refuse to start on a ``[pytest]`` section in ``setup.cfg`` (2016's attrs
+    has one); coevo gives its options on the command line: its ``python_files`` decides here."""
+    root = write(
+        tmp_path / "p",
+        {
+            "requirements.txt": "# pytest only\n",
+            "setup.cfg": "[metadata]\nname = p\n\n[pytest]\npython_files =\n    check_*.py\naddopts = -rs\n",
+            "tests/check_p.py": "def test_p():\n    assert True\n",
+        },
+    )
+    built = PytestTool().build(LocalSandbox(root), PLAIN, timeout=900)
+    assert built.ok and built.message == "", built.message
+    run = PytestTool().run_tests(LocalSandbox(root), PLAIN, ["tests/check_p.py::test_p"], timeout=120)
+    assert [(r.outcome, r.message) for r in run.results] == [(Outcome.PASS, "")]
