@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,8 +31,8 @@ from sqlmodel import select
 import curation
 import miner
 from runners import BACKENDS, BuildChoice, cause_line, resolve_backend, scoring
-from runners.agents import check_agent, find_agent, protected_folders
-from runners.scoring import ScoreOptions
+from runners.agents import check_agent, find_agent
+from runners.scoring import ScoreOptions, scoring_folders
 from tasks import (
     AgentRun,
     CoevoError,
@@ -486,6 +486,14 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
 @click.option(
     "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
 )
+@click.option(
+    "--repo-dir",
+    "repo_dirs",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Read repository NAME's history from this clone (repeatable); without it a repository with "
+    "no history here is cloned from its recorded URL into $COEVO_CLONES.",
+)
 @_BACKEND
 @_common
 def score_command(
@@ -499,6 +507,7 @@ def score_command(
     redo: bool,
     trust_agent: bool,
     test_timeout: float,
+    repo_dirs: tuple[str, ...],
     backend: str,
     db: str | None,
     as_json: bool,
@@ -516,13 +525,14 @@ def score_command(
     agent = find_agent(agent_name, agents_file, agent_cmd)
     cutoff = parse_date(after, "--after")
     store = _store(db, write=True)
+    options = ScoreOptions(test_timeout=test_timeout, trust_host=trust_agent, repo_dirs=_repo_dirs(repo_dirs))
     runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
     resolved = _backend(
         backend,
         f"scoring on the host runs {runs} here",
-        lambda backend: check_agent(agent, backend, trust_agent, protected_folders(store)),
+        lambda backend: check_agent(agent, backend, trust_agent, scoring_folders(store, options)),
     )
-    options = ScoreOptions(backend=resolved, test_timeout=test_timeout, trust_host=trust_agent)
+    options = dataclasses.replace(options, backend=resolved)
     with _bar(as_json) as (start, advance):
         started: list[bool] = []
 
@@ -553,6 +563,17 @@ def score_command(
         err.print(f"error: task {task}: {cause_line(message)}", highlight=False)
     if report.errors:
         raise SystemExit(1)
+
+
+def _repo_dirs(given: Sequence[str]) -> dict[str, Path]:
+    """``NAME=PATH`` options as a map; a malformed one is a usage error."""
+    found: dict[str, Path] = {}
+    for item in given:
+        name, equals, path = item.partition("=")
+        if not equals or not name or not path:
+            raise click.BadParameter(f"{item!r}: give NAME=PATH", param_hint="--repo-dir")
+        found[name] = Path(path).expanduser()
+    return found
 
 
 @app.command("leaderboard")

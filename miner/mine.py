@@ -147,6 +147,9 @@ def identify_repositories(store: Store) -> dict[str, str]:
     missing: dict[str, str] = {}
     for repo in unknown:
         assert repo.id is not None
+        if not repo.path:  # imported without an identity: "" would be the current folder
+            missing[repo.name] = "no history on this machine"
+            continue
         try:
             found[repo.id] = repository_identity(Path(repo.path), repo.location)
         except NotARepository as exc:
