@@ -41,6 +41,7 @@ from tasks import (
     Repository,
     SnapshotInfo,
     Store,
+    StoreChanges,
     TaskDetails,
     TaskStatus,
     Terminated,
@@ -232,6 +233,13 @@ def _curation(command: Callable[..., None]) -> Callable[..., None]:
     help="Curate what was mined (build and run the candidates' tests).",
 )
 @_curation
+@click.option(
+    "--snapshots",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("snapshots"),
+    show_default=True,
+    help="Where a snapshot of every task is written when the run gained or retired tasks.",
+)
 @_BACKEND
 @_common
 def run(
@@ -244,11 +252,15 @@ def run(
     reruns: int,
     test_timeout: float,
     max_span_hours: float,
+    snapshots: Path,
     backend: str,
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Run the whole pipeline on repositories: mine, then curate what was mined.
+    """Run the whole pipeline on repositories: mine, curate what was mined, write a snapshot.
+
+    The snapshot (of every task, into --snapshots) is written when the store gained or retired
+    tasks since the newest snapshot there.
 
     REPO is a local path or a clone URL. Try it on a small example first:
     coevo example ./example-repo && coevo run ./example-repo
@@ -279,6 +291,7 @@ def run(
             progress=progress,
             curation=request,
             curate_progress=curate_progress,
+            snapshots=snapshots,
         )
     if as_json:
         names = _repository_names(store, report.runs)
@@ -287,6 +300,9 @@ def run(
                 {"repository": names[r.repository_id], **r.model_dump(mode="json")} for r in report.runs
             ],
             "curations": [_curation_json(c) for c in report.curations],
+            "snapshot": str(report.snapshot.path) if report.snapshot else None,
+            "added": list(report.changes.added) if report.changes else [],
+            "retired": list(report.changes.retired) if report.changes else [],
             "errors": report.errors,
         }
         click.echo(json.dumps(payload, indent=2))
@@ -294,10 +310,23 @@ def run(
         _print_runs(store, report.runs, False, {})
         for curated in report.curations:
             _print_curation(curated, False)
+        if report.changes is not None:
+            out.print(_snapshot_line(report.changes, report.snapshot), highlight=False, soft_wrap=True)
         for location, message in report.errors.items():
             err.print(f"error: {location}: {cause_line(message)}", highlight=False)
     if not report.ok:
         raise SystemExit(1)
+
+
+def _snapshot_line(changes: StoreChanges, snapshot: SnapshotInfo | None) -> str:
+    """What the run's end did about snapshots, in one line."""
+    since = f"since {changes.since.path}" if changes.since else "(the first snapshot there)"
+    if snapshot is None:
+        return f"snapshot: no task gained or retired {since}; none written"
+    return (
+        f"snapshot: wrote {snapshot.path} ({snapshot.tasks} tasks; "
+        f"{len(changes.added)} added, {len(changes.retired)} retired {since})"
+    )
 
 
 @app.command("example")

@@ -19,7 +19,7 @@ from sqlmodel import select
 import miner
 from curation import CurateRequest, curate
 from runners.workspace import prepare_workspace
-from tasks import AgentRun, Task, TaskStatus, open_store
+from tasks import AgentRun, Task, TaskStatus, list_snapshots, open_store
 from tests.coevo.test_browse import coevo
 from tests.gitrepo import GitRepo
 
@@ -409,3 +409,40 @@ def test_an_imported_task_starts_from_its_recorded_test_file(curated: Curated, t
     workspace = prepare_workspace(task, curated.repo.path, tmp_path / "scratch")
     assert (workspace.repo / "tests/test_shapes.py").read_text().startswith("# as published\n")
     assert "def test_triangle" not in (workspace.repo / "tests/test_shapes.py").read_text()
+
+
+def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curated, tmp_path: Path) -> None:
+    db = tmp_path / "copy.db"
+    copy_store(curated.db, db)
+    root = curated.db.parent
+    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    out = tmp_path / "snaps"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        options = ("--backend", "local", "--db", str(db), "--snapshots", str(out))
+        ran = coevo("run", str(curated.repo.path), *options, env=caches)
+        assert ran.returncode == 0, ran.stderr
+        return ran
+
+    first = run()
+    [written] = list_snapshots(out)
+    assert (
+        f"snapshot: wrote {written.path} (3 tasks; 3 added, 0 retired (the first snapshot there))"
+        in first.stdout
+    )
+    assert {r["id"] for r in jsonl(written.path)} == set(curated.ids.values())
+
+    again = run()
+    assert f"snapshot: no task gained or retired since {written.path}; none written" in again.stdout
+    assert list_snapshots(out) == [written]
+
+    with open_store(db).session() as s:
+        task = s.get(Task, curated.ids["test_circle"])
+        assert task is not None
+        task.status = TaskStatus.RETIRED
+        s.add(task)
+    third = run()
+    newer = list_snapshots(out)[-1]
+    assert newer.path != written.path
+    assert f"snapshot: wrote {newer.path} (3 tasks; 0 added, 1 retired since {written.path})" in third.stdout
+    assert f"- {curated.ids['test_circle']}: retired" in (newer.path / "CHANGELOG.md").read_text()
