@@ -411,6 +411,25 @@ def test_an_imported_task_starts_from_its_recorded_test_file(curated: Curated, t
     assert "def test_triangle" not in (workspace.repo / "tests/test_shapes.py").read_text()
 
 
+def test_clones_in_two_folders_export_the_same_snapshot(curated: Curated, tmp_path: Path) -> None:
+    root = curated.db.parent
+    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    window = ("--since", "2026-09-01T09:00:00+00:00", "--until", "2026-09-01T10:00:00+00:00")
+    folders = []
+    for name in ("left", "right-copy"):
+        clone = tmp_path / name
+        subprocess.run(["git", "clone", "-q", str(curated.repo.path), str(clone)], check=True)
+        db = str(tmp_path / f"{name}.db")
+        for command in (["mine", str(clone)], ["curate", "--backend", "local", "--reruns", "1"]):
+            ran = coevo(*command, "--db", db, *window, env=caches)
+            assert ran.returncode == 0, ran.stderr
+        folders.append(export(Path(db), tmp_path / f"{name}-snapshots", *window))
+    left, right = folders
+    assert [r["id"] for r in jsonl(left)] == [r["id"] for r in jsonl(right)] == [curated.ids["test_triangle"]]
+    assert left.name == right.name
+    assert contents(left) == contents(right)
+
+
 def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curated, tmp_path: Path) -> None:
     db = tmp_path / "copy.db"
     copy_store(curated.db, db)
