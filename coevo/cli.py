@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -31,8 +31,8 @@ from sqlmodel import select
 import curation
 import miner
 from runners import BACKENDS, BuildChoice, cause_line, resolve_backend, scoring
-from runners.agents import check_agent, find_agent, protected_folders
-from runners.scoring import ScoreOptions
+from runners.agents import check_agent, find_agent
+from runners.scoring import ScoreOptions, scoring_folders
 from tasks import (
     AgentRun,
     CoevoError,
@@ -41,6 +41,7 @@ from tasks import (
     Repository,
     SnapshotInfo,
     Store,
+    StoreChanges,
     TaskDetails,
     TaskStatus,
     Terminated,
@@ -232,6 +233,13 @@ def _curation(command: Callable[..., None]) -> Callable[..., None]:
     help="Curate what was mined (build and run the candidates' tests).",
 )
 @_curation
+@click.option(
+    "--snapshots",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("snapshots"),
+    show_default=True,
+    help="Where a snapshot of every task is written when the run gained or retired tasks.",
+)
 @_BACKEND
 @_common
 def run(
@@ -244,11 +252,15 @@ def run(
     reruns: int,
     test_timeout: float,
     max_span_hours: float,
+    snapshots: Path,
     backend: str,
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Run the whole pipeline on repositories: mine, then curate what was mined.
+    """Run the whole pipeline on repositories: mine, curate what was mined, write a snapshot.
+
+    The snapshot (of every task, into --snapshots) is written when the store gained or retired
+    tasks since the newest snapshot there.
 
     REPO is a local path or a clone URL. Try it on a small example first:
     coevo example ./example-repo && coevo run ./example-repo
@@ -279,6 +291,7 @@ def run(
             progress=progress,
             curation=request,
             curate_progress=curate_progress,
+            snapshots=snapshots,
         )
     if as_json:
         names = _repository_names(store, report.runs)
@@ -287,6 +300,9 @@ def run(
                 {"repository": names[r.repository_id], **r.model_dump(mode="json")} for r in report.runs
             ],
             "curations": [_curation_json(c) for c in report.curations],
+            "snapshot": str(report.snapshot.path) if report.snapshot else None,
+            "added": list(report.changes.added) if report.changes else [],
+            "retired": list(report.changes.retired) if report.changes else [],
             "errors": report.errors,
         }
         click.echo(json.dumps(payload, indent=2))
@@ -294,10 +310,23 @@ def run(
         _print_runs(store, report.runs, False, {})
         for curated in report.curations:
             _print_curation(curated, False)
+        if report.changes is not None:
+            out.print(_snapshot_line(report.changes, report.snapshot), highlight=False, soft_wrap=True)
         for location, message in report.errors.items():
             err.print(f"error: {location}: {cause_line(message)}", highlight=False)
     if not report.ok:
         raise SystemExit(1)
+
+
+def _snapshot_line(changes: StoreChanges, snapshot: SnapshotInfo | None) -> str:
+    """What the run's end did about snapshots, in one line."""
+    since = f"since {changes.since.path}" if changes.since else "(the first snapshot there)"
+    if snapshot is None:
+        return f"snapshot: no task gained or retired {since}; none written"
+    return (
+        f"snapshot: wrote {snapshot.path} ({snapshot.tasks} tasks; "
+        f"{len(changes.added)} added, {len(changes.retired)} retired {since})"
+    )
 
 
 @app.command("example")
@@ -486,6 +515,14 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
 @click.option(
     "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
 )
+@click.option(
+    "--repo-dir",
+    "repo_dirs",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Read repository NAME's history from this clone (repeatable); without it a repository with "
+    "no history here is cloned from its recorded URL into $COEVO_CLONES.",
+)
 @_BACKEND
 @_common
 def score_command(
@@ -499,6 +536,7 @@ def score_command(
     redo: bool,
     trust_agent: bool,
     test_timeout: float,
+    repo_dirs: tuple[str, ...],
     backend: str,
     db: str | None,
     as_json: bool,
@@ -516,13 +554,14 @@ def score_command(
     agent = find_agent(agent_name, agents_file, agent_cmd)
     cutoff = parse_date(after, "--after")
     store = _store(db, write=True)
+    options = ScoreOptions(test_timeout=test_timeout, trust_host=trust_agent, repo_dirs=_repo_dirs(repo_dirs))
     runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
     resolved = _backend(
         backend,
         f"scoring on the host runs {runs} here",
-        lambda backend: check_agent(agent, backend, trust_agent, protected_folders(store)),
+        lambda backend: check_agent(agent, backend, trust_agent, scoring_folders(store, options)),
     )
-    options = ScoreOptions(backend=resolved, test_timeout=test_timeout, trust_host=trust_agent)
+    options = dataclasses.replace(options, backend=resolved)
     with _bar(as_json) as (start, advance):
         started: list[bool] = []
 
@@ -553,6 +592,17 @@ def score_command(
         err.print(f"error: task {task}: {cause_line(message)}", highlight=False)
     if report.errors:
         raise SystemExit(1)
+
+
+def _repo_dirs(given: Sequence[str]) -> dict[str, Path]:
+    """``NAME=PATH`` options as a map; a malformed one is a usage error."""
+    found: dict[str, Path] = {}
+    for item in given:
+        name, equals, path = item.partition("=")
+        if not equals or not name or not path:
+            raise click.BadParameter(f"{item!r}: give NAME=PATH", param_hint="--repo-dir")
+        found[name] = Path(path).expanduser()
+    return found
 
 
 @app.command("leaderboard")

@@ -1,7 +1,7 @@
 """The whole pipeline in one call: what `coevo run` and the scheduler execute.
 
-Today it mines each repository, then curates what was mined; export and the site join it
-as they are built.
+It mines each repository, curates what was mined, then writes a snapshot when the store's
+tasks changed since the last one; the site joins it as it is built.
 """
 
 from __future__ import annotations
@@ -33,7 +33,9 @@ from tasks import (
     Repository,
     SnapshotInfo,
     Store,
+    StoreChanges,
     Task,
+    changes_since_snapshot,
     export_snapshot,
 )
 
@@ -47,6 +49,10 @@ class PipelineReport:
     runs: list[MiningRun] = field(default_factory=list)
     curations: list[CurateReport] = field(default_factory=list)
     errors: dict[str, str] = field(default_factory=dict)
+    changes: StoreChanges | None = None
+    """The tasks gained and retired since the newest snapshot (None: snapshots not asked for)."""
+    snapshot: SnapshotInfo | None = None
+    """The snapshot written, when there were changes."""
 
     @property
     def ok(self) -> bool:
@@ -63,11 +69,14 @@ def run_pipeline(
     progress: Progress | None = None,
     curation: CurateRequest | None = None,
     curate_progress: CurateProgress | None = None,
+    snapshots: Path | None = None,
 ) -> PipelineReport:
     """Runs every stage for each repository; a repository that fails does not stop the others.
 
     ``curation`` (None: mining only) says how to curate; each repository's newly mined pairs
-    are curated right after it is mined, within the same window.
+    are curated right after it is mined, within the same window. Then, with ``snapshots``, a
+    snapshot of every task is written there when the store gained or retired tasks since the
+    newest one there (:func:`snapshot_if_changed`).
     """
     report = PipelineReport()
     for location in locations:
@@ -95,7 +104,21 @@ def run_pipeline(
         report.curations.append(curated)
         if curated.errors:
             report.errors[location] = f"curation: {len(curated.errors)} pairs failed (retried next run)"
+    if snapshots is not None:
+        try:
+            report.changes, report.snapshot = snapshot_if_changed(store, snapshots)
+        except CoevoError as exc:
+            report.errors["snapshot"] = str(exc)
     return report
+
+
+def snapshot_if_changed(store: Store, parent: Path) -> tuple[StoreChanges, SnapshotInfo | None]:
+    """What changed since the newest snapshot in ``parent``, and the snapshot of all tasks
+    written there when the store gained or retired any (None: nothing to release)."""
+    changes = changes_since_snapshot(store, parent)
+    if not changes.changed:
+        return changes, None
+    return changes, export(store, parent, ExportOptions())
 
 
 def split_revision(target: str) -> tuple[str, str]:

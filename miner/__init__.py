@@ -11,6 +11,7 @@ from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
 from .source import (
     ROOT_PREFIX,
     canonical_remote,
+    default_clone_root,
     detect_language,
     is_url,
     local_checkout,
@@ -41,6 +42,7 @@ __all__ = [
     "UnknownLanguage",
     "all_languages",
     "canonical_remote",
+    "default_clone_root",
     "detect_language",
     "get_language",
     "identify_repositories",

@@ -46,7 +46,7 @@ from .files import FilePatterns, FileRole
 from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
-from .source import detect_language, is_url, local_checkout, repository_identity, repository_name
+from .source import default_name, detect_language, local_checkout, repository_identity
 
 _PARALLEL_FROM = 300
 _SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
@@ -97,7 +97,7 @@ class _Counts:
 def register_repository(store: Store, request: MineRequest) -> Repository:
     """The store's row for the requested repository, created (and cloned) on first use."""
     path = local_checkout(request.location, request.clone_root)
-    name = request.name or repository_name(request.location if is_url(request.location) else path.name)
+    name = request.name or default_name(request.location, path)
     with store.session() as session:
         repo = session.exec(select(Repository).where(Repository.path == str(path))).first()
         if repo is None:
@@ -147,6 +147,9 @@ def identify_repositories(store: Store) -> dict[str, str]:
     missing: dict[str, str] = {}
     for repo in unknown:
         assert repo.id is not None
+        if not repo.path:  # imported without an identity: "" would be the current folder
+            missing[repo.name] = "no history on this machine"
+            continue
         try:
             found[repo.id] = repository_identity(Path(repo.path), repo.location)
         except NotARepository as exc:

@@ -31,6 +31,12 @@ def repository_name(location: str) -> str:
     return tail.removesuffix(".git") or "repo"
 
 
+def default_name(location: str, path: Path) -> str:
+    """The name a repository gets unless one is given: its URL's, else its ``origin``'s (so
+    clones of one repository in differently named folders share it), else its folder's."""
+    return repository_name(location if is_url(location) else (_origin(path) or path.name))
+
+
 def local_checkout(location: str, clone_root: Path | None = None) -> Path:
     """A local git directory for ``location``: the path itself, or a clone kept up to date.
 

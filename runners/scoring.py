@@ -31,7 +31,7 @@ import platform
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -42,7 +42,7 @@ from sqlalchemy import delete
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from miner import identify_repositories
+from miner import default_clone_root, identify_repositories
 from tasks import (
     AgentRun,
     CoevoError,
@@ -61,6 +61,7 @@ from .buildtools import BuildChoice, Coverage
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
+from .histories import check_repo_dirs, task_history
 from .judge_tree import judge_tree
 from .leftovers import remove_dead_leftovers
 from .maven import LauncherFailed
@@ -104,6 +105,10 @@ class ScoreOptions:
     """Bytes an agent's test file may have."""
     max_workspace: int = DEFAULT_MAX_WORKSPACE
     """Bytes of files an agent's workspace may hold when it is done."""
+    repo_dirs: Mapping[str, Path] = field(default_factory=dict)
+    """Where a repository's history is, by its name, over the store's path (``--repo-dir``)."""
+    clone_root: Path | None = None
+    """Where a repository with no history here is cloned from its URL (None: ``$COEVO_CLONES``)."""
 
 
 # --- the agent's run -------------------------------------------------------------------------------
@@ -534,17 +539,19 @@ def score_task(
     options: ScoreOptions,
     root: Path,
     gold_checks: GoldChecks | None = None,
+    repo_path: Path | None = None,
 ) -> AgentRun:
     """Runs ``agent`` on ``task`` and judges it; a harness problem is ``harness_fail``, not an error.
 
     First the gold is checked in the judging environment (once per task and environment, kept
     in ``gold_checks``): where it does not hold, the agent is not run and its run is
     ``harness_fail`` with the gold's message. coevo's own failures (no Docker daemon) raise
-    :class:`~tasks.InfrastructureError`: nothing is stored for the task.
+    :class:`~tasks.InfrastructureError`: nothing is stored for the task. ``repo_path`` is where
+    the history is read (default: the repository's path).
     """
     started = time.monotonic()
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
-    repo_path = Path(repo.path)
+    repo_path = repo_path or Path(repo.path)
 
     # The environment recorded when the task was curated, so a score means the same thing later:
     # each revision's own (rev2's is the task's EnvSpec pins; rev1 may have resolved other versions).
@@ -677,7 +684,7 @@ def score(
     options = options or ScoreOptions()
     if options.backend == "auto":
         options = dataclasses.replace(options, backend=resolve_backend("auto"))
-    check_agent(agent, options.backend, options.trust_host, protected_folders(store, options.work))
+    check_agent(agent, options.backend, options.trust_host, scoring_folders(store, options))
     mark_abandoned_runs(store)
     remove_dead_leftovers(docker=options.backend == "docker" or bool(agent.image))
     identify_repositories(store)  # runs are stored under the ids the tasks will keep
@@ -696,11 +703,13 @@ def score(
     report = ScoreReport(agent.name, skipped=sum(t.id in done for t in tasks))
     todo = [t for t in tasks if t.id not in done]
     root = options.work or work_root()
+    histories = task_histories(repos.values(), todo, options)
 
     def one(task: Task) -> str | None:
         """Scores and stores one task; the error, if any."""
         try:
-            run = score_task(task, repos[task.repository_id], agent, options, root, gold_checks)
+            repo = repos[task.repository_id]
+            run = score_task(task, repo, agent, options, root, gold_checks, histories[task.repository_id])
         except (AgentCannotStart, InfrastructureError):
             raise  # the agent or coevo itself, not the task: the whole run stops, nothing stored
         except CoevoError as exc:
@@ -726,6 +735,33 @@ def score(
             pool.shutdown(cancel_futures=True)  # tasks not started yet never start
             raise
     return report
+
+
+def task_histories(
+    repos: Iterable[Repository], tasks: Sequence[Task], options: ScoreOptions
+) -> dict[int, Path]:
+    """Where each repository of ``tasks`` has its history, holding their commits, before anything
+    runs (:func:`~runners.histories.task_history`: ``--repo-dir``, the store's path, or a clone)."""
+    repos = list(repos)
+    check_repo_dirs(options.repo_dirs, [r.name for r in repos])
+    commits: dict[int, set[str]] = {}
+    for task in tasks:
+        commits.setdefault(task.repository_id, set()).update((task.rev1, task.rev2))
+    return {
+        repo.id: task_history(repo, commits[repo.id], options.repo_dirs, options.clone_root)
+        for repo in repos
+        if repo.id in commits
+    }
+
+
+def scoring_folders(store: Store, options: ScoreOptions) -> list[Path]:
+    """What no agent's mount may show (:func:`~runners.agents.protected_folders`), and the
+    histories scoring reads besides the store's: the folders of ``--repo-dir``, the clones."""
+    return [
+        *protected_folders(store, options.work),
+        *options.repo_dirs.values(),
+        options.clone_root or default_clone_root(),
+    ]
 
 
 @dataclass

@@ -58,7 +58,13 @@ class Workspace:
 
 
 def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
-    """The test file with the answer taken out: gold methods removed, or old versions restored."""
+    """The test file with the answer taken out: gold methods removed, or old versions restored.
+
+    A task imported from a snapshot carries the file it was published with, and that is what
+    its agents get: the same start on every machine, whatever coevo's reset does today.
+    """
+    if task.given_recorded:
+        return None if task.given_test_file is None else task.given_test_file.encode("utf-8")
     from miner.languages import get_language
 
     language = get_language(task.language)

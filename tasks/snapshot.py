@@ -455,6 +455,34 @@ def _summaries(path: Path) -> dict[str, tuple[str, str]]:
     return out
 
 
+@dataclass(frozen=True)
+class StoreChanges:
+    """What the store's active tasks gained and lost since a snapshot (``since``; None: no
+    snapshot yet, so every active task is gained)."""
+
+    since: SnapshotInfo | None
+    added: tuple[str, ...] = ()
+    retired: tuple[str, ...] = ()
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.added or self.retired)
+
+
+def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
+    """The tasks that became active or stopped being active in ``store`` since the newest
+    snapshot in ``parent`` (:func:`list_snapshots`)."""
+    found = list_snapshots(parent) if parent.is_dir() else []
+    newest = found[-1] if found else None
+    active = TaskStatus.ACTIVE.value
+    before = set()
+    if newest is not None:
+        before = {i for i, (status, _) in _summaries(newest.path / TASKS_JSONL).items() if status == active}
+    with store.session() as session:
+        now = set(session.exec(select(Task.id).where(col(Task.status) == TaskStatus.ACTIVE)).all())
+    return StoreChanges(newest, tuple(sorted(now - before)), tuple(sorted(before - now)))
+
+
 def _changelog(folder: Path, previous: Path | None, name: str) -> str:
     if previous is None:
         return f"# Changelog of {name}\n\nThe first snapshot in this folder: every task is new.\n"

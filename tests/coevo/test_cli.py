@@ -109,11 +109,15 @@ def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
     assert again.returncode == 0 and again.stdout.startswith("already there: example-repo")
     result = coevo("run", "example-repo", "--backend", "local", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == [
+    *lines, snapshot = result.stdout.splitlines()
+    assert lines == [
         "example-repo: completed — 5 commits read, 5 selected, 4 changed tests (0 already mined), 2 pairs, "
         "2 candidates, 0 files skipped",
         "curation: completed — 2 pairs curated (local): 1 test_generation, 1 test_update_positive",
     ]
+    [written] = (tmp_path / "snapshots").iterdir()
+    added = "(2 tasks; 2 added, 0 retired (the first snapshot there))"
+    assert snapshot == f"snapshot: wrote snapshots/{written.name} {added}"
     funnel = json.loads(coevo("funnel", "--json", cwd=tmp_path).stdout)
     assert funnel["overall"]["tasks"] == {"generation": 1, "update": 1}
     (tmp_path / "taken").mkdir()

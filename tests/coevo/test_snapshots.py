@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +18,8 @@ from sqlmodel import select
 
 import miner
 from curation import CurateRequest, curate
-from tasks import Task, TaskStatus, open_store
+from runners.workspace import prepare_workspace
+from tasks import AgentRun, Task, TaskStatus, list_snapshots, open_store
 from tests.coevo.test_browse import coevo
 from tests.gitrepo import GitRepo
 
@@ -326,3 +328,140 @@ def test_a_bad_snapshot_names_its_file_and_imports_nothing(
     fresh = tmp_path / "fresh.db"
     assert coevo("import", str(newer), "--db", str(fresh)).returncode == 1
     assert not fresh.exists()
+
+
+def _score(curated: Curated, db: Path, agent: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """``coevo score`` on the host, with the module's build and venv caches."""
+    root = curated.db.parent
+    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    return coevo("score", "--agent", agent, "--backend", "local", "--db", str(db), *options, env=caches)
+
+
+def results(db: Path) -> dict[tuple[str, str], object]:
+    """Each run's per-method outcomes, success and pass, by agent and task."""
+    with open_store(db).session() as s:
+        return {
+            (run.agent, run.task_id): (
+                run.status,
+                run.pass_rate,
+                run.success_rate,
+                run.strict_success_rate,
+                {
+                    m: (o["outcome"], o["success"], o["strict"], o["new"], o["old"])
+                    for m, o in run.outcomes.items()
+                },
+            )
+            for run in s.exec(select(AgentRun)).all()
+        }
+
+
+def test_an_imported_store_scores_as_the_original_with_the_history_given(
+    curated: Curated, tmp_path: Path
+) -> None:
+    original = tmp_path / "original.db"
+    copy_store(curated.db, original)
+    imported = tmp_path / "imported.db"
+    assert coevo("import", str(export(original, tmp_path / "snap")), "--db", str(imported)).returncode == 0
+    clone = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", str(curated.repo.path), str(clone)], check=True)
+
+    # No history here and no URL to clone: one line saying what to give.
+    missing = _score(curated, imported, "noop")
+    assert missing.returncode == 1
+    assert missing.stderr.strip().splitlines() == [
+        "error: the history of shapes is not on this machine and no clone URL is recorded: "
+        "give --repo-dir shapes=PATH of a clone"
+    ]
+    other = GitRepo(tmp_path / "other")
+    other.commit("Unrelated", "2026-09-01T08:00:00+00:00", {"a.py": "a = 1\n"})
+    for given, says in [
+        (f"shapes={other.path}", f"--repo-dir shapes={other.path} does not hold commit "),
+        (f"shapes={tmp_path / 'nowhere'}", "no such file or directory"),
+        (f"squares={clone}", "--repo-dir squares: the store has no such repository (it has: shapes)"),
+    ]:
+        refused = _score(curated, imported, "noop", "--repo-dir", given)
+        assert refused.returncode == 1 and says in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1, refused.stderr
+    assert results(imported) == {}
+
+    for agent in ("gold", "noop"):
+        for db, options in ((original, ()), (imported, ("--repo-dir", f"shapes={clone}"))):
+            scored = _score(curated, db, agent, *options)
+            assert scored.returncode == 0, scored.stderr
+            assert scored.stdout.startswith(f"{agent}: 3 tasks scored"), scored.stdout
+    expected = results(original)
+    assert len(expected) == 6
+    assert results(imported) == expected
+    gold = [value for (agent, _), value in expected.items() if agent == "gold"]
+    assert all(v[1] == 1.0 for v in gold)  # type: ignore[index]
+
+
+def test_an_imported_task_starts_from_its_recorded_test_file(curated: Curated, tmp_path: Path) -> None:
+    imported = tmp_path / "imported.db"
+    assert coevo("import", str(export(curated.db, tmp_path / "snap")), "--db", str(imported)).returncode == 0
+    with open_store(imported).session() as s:
+        task = s.get(Task, curated.ids["test_triangle"])
+        assert task is not None and task.given_test_file is not None
+        task.given_test_file = "# as published\n" + task.given_test_file
+        s.add(task)
+        s.commit()
+        s.refresh(task)
+    workspace = prepare_workspace(task, curated.repo.path, tmp_path / "scratch")
+    assert (workspace.repo / "tests/test_shapes.py").read_text().startswith("# as published\n")
+    assert "def test_triangle" not in (workspace.repo / "tests/test_shapes.py").read_text()
+
+
+def test_clones_in_two_folders_export_the_same_snapshot(curated: Curated, tmp_path: Path) -> None:
+    root = curated.db.parent
+    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    window = ("--since", "2026-09-01T09:00:00+00:00", "--until", "2026-09-01T10:00:00+00:00")
+    folders = []
+    for name in ("left", "right-copy"):
+        clone = tmp_path / name
+        subprocess.run(["git", "clone", "-q", str(curated.repo.path), str(clone)], check=True)
+        db = str(tmp_path / f"{name}.db")
+        for command in (["mine", str(clone)], ["curate", "--backend", "local", "--reruns", "1"]):
+            ran = coevo(*command, "--db", db, *window, env=caches)
+            assert ran.returncode == 0, ran.stderr
+        folders.append(export(Path(db), tmp_path / f"{name}-snapshots", *window))
+    left, right = folders
+    assert [r["id"] for r in jsonl(left)] == [r["id"] for r in jsonl(right)] == [curated.ids["test_triangle"]]
+    assert left.name == right.name
+    assert contents(left) == contents(right)
+
+
+def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curated, tmp_path: Path) -> None:
+    db = tmp_path / "copy.db"
+    copy_store(curated.db, db)
+    root = curated.db.parent
+    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    out = tmp_path / "snaps"
+
+    def run() -> subprocess.CompletedProcess[str]:
+        options = ("--backend", "local", "--db", str(db), "--snapshots", str(out))
+        ran = coevo("run", str(curated.repo.path), *options, env=caches)
+        assert ran.returncode == 0, ran.stderr
+        return ran
+
+    first = run()
+    [written] = list_snapshots(out)
+    assert (
+        f"snapshot: wrote {written.path} (3 tasks; 3 added, 0 retired (the first snapshot there))"
+        in first.stdout
+    )
+    assert {r["id"] for r in jsonl(written.path)} == set(curated.ids.values())
+
+    again = run()
+    assert f"snapshot: no task gained or retired since {written.path}; none written" in again.stdout
+    assert list_snapshots(out) == [written]
+
+    with open_store(db).session() as s:
+        task = s.get(Task, curated.ids["test_circle"])
+        assert task is not None
+        task.status = TaskStatus.RETIRED
+        s.add(task)
+    third = run()
+    newer = list_snapshots(out)[-1]
+    assert newer.path != written.path
+    assert f"snapshot: wrote {newer.path} (3 tasks; 0 added, 1 retired since {written.path})" in third.stdout
+    assert f"- {curated.ids['test_circle']}: retired" in (newer.path / "CHANGELOG.md").read_text()
