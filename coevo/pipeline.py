@@ -14,7 +14,15 @@ from datetime import datetime
 from pathlib import Path
 
 from curation import CurateProgress, CurateReport, CurateRequest, curate
-from miner import MineRequest, NotARepository, Progress, detect_language, local_checkout, mine
+from miner import (
+    MineRequest,
+    NotARepository,
+    Progress,
+    detect_language,
+    identify_repositories,
+    local_checkout,
+    mine,
+)
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers, reset_test_file
 from runners.buildtools import BuildChoice
@@ -237,5 +245,7 @@ def given_test_file(task: Task, repo: Repository) -> str | None:
 
 
 def export(store: Store, parent: Path, options: ExportOptions) -> SnapshotInfo:
-    """The snapshot of ``store`` for ``options`` in a new folder of ``parent``."""
+    """The snapshot of ``store`` for ``options`` in a new folder of ``parent``. A store from before
+    identities has its repositories identified first: a snapshot names tasks by their stable ids."""
+    identify_repositories(store)
     return export_snapshot(store, parent, options, __version__, given_test_file)

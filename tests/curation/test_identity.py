@@ -3,6 +3,7 @@ from before identities is migrated with its agent runs still linked."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -14,6 +15,7 @@ import pytest
 from sqlmodel import select
 
 import miner
+from coevo.cli import main
 from coevo.example import write_example
 from curation import CurateRequest, curate
 from runners.scoring import leaderboard
@@ -190,3 +192,14 @@ def test_a_repository_whose_clone_is_gone_keeps_its_ids_until_it_is_back(
         s.add(repo)
     assert miner.identify_repositories(open_store(db)) == {}
     assert _task_ids(db) == set(old_of)
+
+
+def test_a_store_from_before_identities_exports_its_tasks_under_their_stable_ids(
+    clones: Clones, tmp_path: Path
+) -> None:
+    db = _copy(clones.first, tmp_path / "old.db")
+    _as_before_identities(db)
+    assert main(["export", "--db", str(db), "--out", str(tmp_path / "snapshots")]) == 0
+    (folder,) = (tmp_path / "snapshots").iterdir()
+    rows = [json.loads(line) for line in (folder / "tasks.jsonl").read_text().splitlines()]
+    assert {row["id"] for row in rows} == _task_ids(clones.first)
