@@ -35,7 +35,7 @@ def test_not_a_repository_is_one_line(tmp_path: Path) -> None:
 
 
 def test_missing_path_is_one_line(tmp_path: Path) -> None:
-    result = coevo("run", str(tmp_path / "nope"), "--db", str(tmp_path / "c.db"))
+    result = coevo("run", str(tmp_path / "nope"), "--db", str(tmp_path / "c.db"), cwd=tmp_path)
     assert result.returncode == 1
     assert result.stderr.splitlines() == [
         f"error: {tmp_path / 'nope'}: {tmp_path / 'nope'}: no such file or directory"
@@ -72,7 +72,7 @@ def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
 def test_run_then_candidates_text_and_json(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
     db = tmp_path / "coevo.db"
-    result = coevo("run", str(repo.path), "--db", str(db), "--no-curate")
+    result = coevo("run", str(repo.path), "--db", str(db), "--no-curate", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("calc: completed — 17 commits read")
     assert "11 candidates" in result.stdout
@@ -139,6 +139,7 @@ def test_run_reports_a_bad_repository_and_mines_the_good_one(tmp_path: Path) -> 
         str(tmp_path / "c.db"),
         "--json",
         "--no-curate",
+        cwd=tmp_path,
     )
     assert result.returncode == 1
     data = json.loads(result.stdout)

@@ -120,7 +120,19 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     repo = shapes_history(root / "shapes")
     db = root / "coevo.db"
     result = Curated(repo, db, env, subprocess.CompletedProcess([], 0))
-    result.run = result.coevo("run", str(repo.path), "--backend", "local", "--reruns", "1", "--db", str(db))
+    snapshots = str(root / "snapshots")
+    result.run = result.coevo(
+        "run",
+        str(repo.path),
+        "--backend",
+        "local",
+        "--reruns",
+        "1",
+        "--db",
+        str(db),
+        "--snapshots",
+        snapshots,
+    )
     yield result
 
 

@@ -385,7 +385,10 @@ def test_auto_without_docker_warns_once_and_never_runs_an_agent_on_the_host(
         "(use --backend docker to isolate it)"
     ]
 
-    ran = _coevo(curated, "run", str(curated.repo), "--db", str(db), "--json", env=NO_DOCKER)
+    snapshots = str(db.parent / "snapshots")
+    ran = _coevo(
+        curated, "run", str(curated.repo), "--db", str(db), "--snapshots", snapshots, "--json", env=NO_DOCKER
+    )
     assert ran.returncode == 0, ran.stderr
     assert ran.stderr.splitlines() == [
         "warning: no Docker daemon answers: curating on the host runs each repository's code here "
