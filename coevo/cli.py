@@ -758,6 +758,11 @@ def mine_command(
 
 
 _TEXT_LIMIT = 50
+_limit = click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    help=f"Show at most this many; 0 for all [default: {_TEXT_LIMIT} in text, all in JSON].",
+)
 """Rows a text listing shows unless --limit says otherwise; JSON gives every row."""
 
 
@@ -769,11 +774,7 @@ _TEXT_LIMIT = 50
     help="Only this change kind.",
 )
 @_window
-@click.option(
-    "--limit",
-    type=click.IntRange(min=0),
-    help=f"Show at most this many; 0 for all [default: {_TEXT_LIMIT} in text, all in JSON].",
-)
+@_limit
 @_common
 def candidates(
     repo: str | None,
@@ -845,11 +846,7 @@ def candidates(
     type=click.Choice([s.value for s in TaskStatus]),
     help="Only tasks with this status (repeatable) [default: all].",
 )
-@click.option(
-    "--limit",
-    type=click.IntRange(min=0),
-    help=f"Show at most this many; 0 for all [default: {_TEXT_LIMIT} in text, all in JSON].",
-)
+@_limit
 @_common
 def tasks_command(
     repo: str | None,

@@ -58,34 +58,42 @@ def _move(session: Session, task: Task, new: str) -> None:
     if session.get(Task, new) is None:
         session.add(Task(**{**task.model_dump(), "id": new}))
         session.flush()
-    for run in session.exec(select(AgentRun).where(AgentRun.task_id == old)).all():
+    runs = session.exec(select(AgentRun).where(AgentRun.task_id == old)).all()
+    for run in runs:
         twin = session.exec(
             select(AgentRun).where(AgentRun.task_id == new, AgentRun.agent == run.agent)
         ).first()
-        if twin is not None and _later(twin.finished_at, run.finished_at):
-            session.delete(run)
-            continue
-        if twin is not None:
-            session.delete(twin)
-            session.flush()
-        run.task_id = new
-        session.add(run)
-    for check in session.exec(select(GoldCheck).where(GoldCheck.task_id == old)).all():
+        _move_row(session, run, twin, new, run.finished_at, twin.finished_at if twin else None)
+    checks = session.exec(select(GoldCheck).where(GoldCheck.task_id == old)).all()
+    for check in checks:
         same = session.exec(
             select(GoldCheck).where(GoldCheck.task_id == new, GoldCheck.environment == check.environment)
         ).first()
-        if same is not None and _later(same.checked_at, check.checked_at):
-            session.delete(check)
-            continue
-        if same is not None:
-            session.delete(same)
-            session.flush()
-        check.task_id = new
-        session.add(check)
+        _move_row(session, check, same, new, check.checked_at, same.checked_at if same else None)
     session.exec(update(CurationRecord).where(col(CurationRecord.task_id) == old).values(task_id=new))
     session.flush()
     session.delete(task)
     session.flush()
+
+
+def _move_row(
+    session: Session,
+    row: AgentRun | GoldCheck,
+    twin: AgentRun | GoldCheck | None,
+    new: str,
+    stamp: datetime | None,
+    twin_stamp: datetime | None,
+) -> None:
+    """``row`` moved to task ``new``; where ``new`` already has its ``twin`` (one agent's run, one
+    environment's gold check), the later of the two is kept."""
+    if twin is not None and _later(twin_stamp, stamp):
+        session.delete(row)
+        return
+    if twin is not None:
+        session.delete(twin)
+        session.flush()
+    row.task_id = new
+    session.add(row)
 
 
 def _later(kept: datetime | None, other: datetime | None) -> bool:

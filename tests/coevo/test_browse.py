@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-import miner
-from curation import CurateRequest, curate
 from tasks import Task, TaskStatus, open_store
+from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
 
 HOSTILE = "\x1b[2J\u202e"
@@ -78,12 +77,7 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     """:func:`history` mined and curated on the host."""
     root = tmp_path_factory.mktemp("browse")
     repo = history(root / "shapes")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root / "venvs"))
-        db = root / "coevo.db"
-        miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
-        assert not curate(open_store(db), CurateRequest(backend="local", reruns=2, workers=1)).errors
+    db = curated_on_host(str(repo.path), root, reruns=2)
     with open_store(db).session() as s:
         ids = {t.test_methods[0]: t.id for t in s.exec(select(Task)).all()}
     assert set(ids) == {"test_triangle", "test_rectangle", "test_circle"}

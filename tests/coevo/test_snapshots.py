@@ -7,7 +7,6 @@ import json
 import sqlite3
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -16,18 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from sqlmodel import select
 
-import miner
-from curation import CurateRequest, curate
 from runners.workspace import prepare_workspace
 from tasks import AgentRun, Task, TaskStatus, list_snapshots, open_store
-from tests.coevo.test_browse import coevo
+from tests.coevo.test_browse import CIRCLE, RECTANGLE, SQUARE, TRIANGLE, Curated, coevo
+from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
 
-SQUARE = "def square(side):\n    return side * side\n"
-RECTANGLE = "\n\ndef rectangle(width, height):\n    return width * height\n"
 STRICT = RECTANGLE.replace("    return", "    if width < 0:\n        raise ValueError(width)\n    return")
-TRIANGLE = "\n\ndef triangle(base, height):\n    return base * height / 2\n"
-CIRCLE = "\n\ndef circle(radius):\n    return 3 * radius * radius\n"
 TEST_SQUARE = "\n\ndef test_square():\n    assert square(3) == 9\n"
 WRONG_SQUARE = "\n\ndef test_square():\n    assert square(3) == 10\n"
 LAX = "\n\ndef test_rectangle():\n    assert rectangle(-2, 3) == -6\n"
@@ -59,24 +53,11 @@ def history(path: Path) -> GitRepo:
     return repo
 
 
-@dataclass
-class Curated:
-    db: Path
-    repo: GitRepo
-    ids: dict[str, str]
-    """Task id by its test method."""
-
-
 @pytest.fixture(scope="module")
 def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     root = tmp_path_factory.mktemp("snapshots")
     repo = history(root / "shapes")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root / "venvs"))
-        db = root / "coevo.db"
-        miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
-        assert not curate(open_store(db), CurateRequest(backend="local", reruns=1, workers=1)).errors
+    db = curated_on_host(str(repo.path), root, reruns=1)
     with open_store(db).session() as s:
         ids = {t.test_methods[0]: t.id for t in s.exec(select(Task)).all()}
     assert set(ids) == {"test_triangle", "test_rectangle", "test_circle"}

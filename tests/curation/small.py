@@ -26,6 +26,18 @@ def mined_and_curated(
     return db
 
 
+def curated_on_host(location: str, root: Path, reruns: int = 1) -> Path:
+    """``root/coevo.db``: ``location`` mined and curated on the host, caches in ``root`` (for
+    module-scoped fixtures, which have no ``monkeypatch``)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COEVO_WORK", str(root / "work"))
+        patch.setenv("COEVO_VENVS", str(root / "venvs"))
+        db = root / "coevo.db"
+        mine(open_store(db), MineRequest(location=location))
+        assert not curate(open_store(db), CurateRequest(backend="local", reruns=reruns, workers=1)).errors
+    return db
+
+
 def records(db: Path) -> dict[str, CurationRecord]:
     """Each candidate's record, by its test method."""
     with open_store(db).session() as s:
