@@ -39,6 +39,18 @@ from tasks import Candidate, CurationRecord, RevisionPair, Task, open_store
 
 BEHAVIOURS = ("old", "new")
 
+PATTERN_WINDOWS = (
+    Window("pallets/flask", "python", "2024-11-02", 4, "2024: a new test file takes tests from another"),
+    Window("google/gson", "java", "2025-12-24", 4, "2025: java.time tests share a new roundTrip helper"),
+)
+"""Windows that end just after a commit showing one of issue 13's patterns (``--windows patterns``)."""
+
+
+def _key(window: Window) -> str:
+    """The window's name in stores and reports: the repository's, and its end date unless a default."""
+    default = any(w.public == window.public and w.until == window.until for w in WINDOWS)
+    return window.name if default else f"{window.name}-{window.until}"
+
 
 @dataclass(frozen=True)
 class Outcome:
@@ -52,7 +64,7 @@ class Outcome:
 
 def curate_window(coevo: Coevo, window: Window, path: Path, args: argparse.Namespace) -> Outcome:
     """Mines and curates ``window`` with ``coevo`` into its own store (resumed when it exists)."""
-    db = args.results / f"{coevo.commit[:12]}-{window.name}.db"
+    db = args.results / f"{coevo.commit[:12]}-{_key(window)}.db"
     caches = args.cache / f"caches-{coevo.commit[:12]}"
     env = os.environ | {
         "COEVO_WORK": str(caches / "work"),
@@ -106,12 +118,13 @@ def _outcome(db: Path, since: str) -> Outcome:
 
 
 def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
-    print(f"\n{'repository':<14} {'lang':<6}", end="")
+    print(f"\n{'window':<24} {'lang':<6}", end="")
     for behaviour in measured:
         print(f" {behaviour + ' pairs':>10} {'tasks':>6} {'/100':>6}", end="")
     print()
-    for window in WINDOWS:
-        print(f"{window.name:<14} {window.language:<6}", end="")
+    windows = list(dict.fromkeys(w for outcomes in measured.values() for w in outcomes))
+    for window in windows:
+        print(f"{_key(window):<24} {window.language:<6}", end="")
         for outcomes in measured.values():
             got = outcomes.get(window)
             if got is None:
@@ -124,7 +137,7 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
         return
     old, new = measured["old"], measured["new"]
     moved: Counter[tuple[str, str]] = Counter()
-    for window in WINDOWS:
+    for window in windows:
         if window not in old or window not in new:
             continue
         for key, label in new[window].labels.items():
@@ -139,7 +152,7 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
     rng = random.Random(seed)
     for language in ("python", "java"):
         fresh = []
-        for window in WINDOWS:
+        for window in windows:
             if window.language != language or window not in new:
                 continue
             known = {(t["rev2"], t["test_file"], t["track"]) for t in old.get(window, _EMPTY).tasks}
@@ -174,20 +187,33 @@ def main() -> int:
     parser.add_argument(
         "--baseline-ref", default="63083d0", help="the old behaviour's coevo (default: main before issue 13)"
     )
+    parser.add_argument("--new-ref", help="the new behaviour's coevo (default: this checkout as it is)")
     parser.add_argument("--only", choices=BEHAVIOURS, help="run one behaviour (report what is kept)")
     parser.add_argument("--pairs", type=int, help="pairs per window (default: each window's own)")
     parser.add_argument("--backend", default="docker", choices=("docker", "local"))
+    parser.add_argument(
+        "--windows",
+        default="default",
+        choices=("default", "patterns", "all"),
+        help="build_rate's windows, windows rich in issue 13's patterns, or both",
+    )
     parser.add_argument("--seed", type=int, default=13, help="the sample's seed")
     args = parser.parse_args()
     args.results.mkdir(parents=True, exist_ok=True)
     args.cache = args.cache or args.results / "cache"
     given = dict(item.split("=", 1) for item in args.repos)
-    windows = [replace(w, pairs=args.pairs) if args.pairs else w for w in WINDOWS]
+    chosen = {"default": WINDOWS, "patterns": PATTERN_WINDOWS, "all": WINDOWS + PATTERN_WINDOWS}[args.windows]
+    windows = [replace(w, pairs=args.pairs) if args.pairs else w for w in chosen]
     measured: dict[str, dict[Window, Outcome]] = {}
     for behaviour in BEHAVIOURS:
         if args.only and behaviour != args.only:
             continue
-        coevo = new_coevo() if behaviour == "new" else old_coevo(args.baseline_ref, args.cache)
+        if behaviour == "old":
+            coevo = old_coevo(args.baseline_ref, args.cache)
+        else:
+            coevo = (
+                replace(old_coevo(args.new_ref, args.cache), behaviour="new") if args.new_ref else new_coevo()
+            )
         outcomes = {}
         for window in windows:
             path = (
@@ -196,8 +222,7 @@ def main() -> int:
             if not path.exists():
                 print(f"{window.public}: no clone at {path}, skipped", file=sys.stderr)
                 continue
-            base = next(w for w in WINDOWS if w.name == window.name)
-            outcomes[base] = curate_window(coevo, window, path, args)
+            outcomes[window] = curate_window(coevo, window, path, args)
         measured[behaviour] = outcomes
     report(measured, args.seed)
     return 0
