@@ -666,7 +666,7 @@ def show_run_command(agent: str, task: str, db: str | None, as_json: bool) -> No
             strict = outcome.get("strict")  # None: stored before strict success existed
             success = " (strict success)" if strict else " (success, not strict: detects no mutant)"
             success = " (success)" if strict is None else success
-        out.print(f"  {outcome['outcome']:<13} {method}{success}{detail}", highlight=False)
+        out.print(f"  {outcome['outcome']:<13} {_visible(method)}{success}{detail}", highlight=False)
     if run.coverage_on_pass is not None:
         out.print(f"focal-method line coverage: {run.coverage_on_pass:.0%}", highlight=False)
     if run.mutants:
@@ -803,14 +803,14 @@ def candidates(
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
         return
-    # Cells are data, not markup: `[call]` must print as written.
+    # Cells are data, not markup (`[call]` prints as written), and escaped (:func:`_visible`).
     table = Table("repo", "rev2", "date", "kind", "test", "focal (static)", box=None)
     for cand in listing.candidates:
         focal = ", ".join(f"{f.method} [{'/'.join(f.provenance)}]" for f in cand.focal[:3])
         more = f" +{len(cand.focal) - 3}" if len(cand.focal) > 3 else ""
         table.add_row(
             *(
-                Text(cell)
+                Text(_visible(cell))
                 for cell in (
                     cand.repository,
                     cand.rev2[:10],
@@ -1194,20 +1194,20 @@ def env_show(
     out.print(f"language   {spec.language} {spec.language_version} (base image key {key})", highlight=False)
     out.print(f"build      {spec.build_tool}", highlight=False)
     if spec.modules:
-        out.print(f"modules    {', '.join(m or '.' for m in spec.modules)}", highlight=False)
+        out.print(f"modules    {_visible(', '.join(m or '.' for m in spec.modules))}", highlight=False)
     if spec.packages_before:
         out.print(f"packages   uploaded before {spec.packages_before}", highlight=False)
     for args in spec.install:
-        out.print(f"install    pip install {' '.join(args)}", highlight=False)
+        out.print(f"install    pip install {_visible(' '.join(args))}", highlight=False)
     for note in spec.notes:
-        out.print(f"found      {note}", highlight=False)
+        out.print(f"found      {_visible(note)}", highlight=False)
     for backend, choice in choices:
         out.print(f"chosen     {backend:<7} {_choice(choice)}", highlight=False)
     for plan in images:
         out.print(f"\nimage      {plan.tag}", highlight=False)
         for note in plan.notes:
-            out.print(f"note       {note}", highlight=False)
-        out.print((plan.dockerfile or plan.script).rstrip(), highlight=False)
+            out.print(f"note       {_visible(note)}", highlight=False)
+        out.print(_visible((plan.dockerfile or plan.script).rstrip()), highlight=False)
 
 
 @env.command("build")
@@ -1295,10 +1295,10 @@ def _print_environment_run(run: EnvironmentRun, as_json: bool) -> None:
             out.print(f"installed  {_visible(' '.join(run.build.installed))}", highlight=False)
         for result in run.tests.results if run.tests else ():
             detail = f"  {_visible(cause_line(result.message))}" if result.message else ""
-            out.print(f"{result.outcome:<14} {result.test}{detail}", highlight=False)
+            out.print(f"{result.outcome:<14} {_visible(result.test)}{detail}", highlight=False)
             if run.tests and result.test in run.tests.coverage:
                 for path, lines in sorted(run.tests.coverage[result.test].lines.items()):
-                    out.print(f"{'':14} covers {path}: {_ranges(lines)}", highlight=False)
+                    out.print(f"{'':14} covers {_visible(path)}: {_ranges(lines)}", highlight=False)
     if not run.build.ok:
         raise SystemExit(1)
 

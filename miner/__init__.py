@@ -11,6 +11,7 @@ from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
 from .source import (
     ROOT_PREFIX,
     canonical_remote,
+    clone_path,
     default_clone_root,
     detect_language,
     is_url,
@@ -42,6 +43,7 @@ __all__ = [
     "UnknownLanguage",
     "all_languages",
     "canonical_remote",
+    "clone_path",
     "default_clone_root",
     "detect_language",
     "get_language",

@@ -68,9 +68,14 @@ def local_checkout(location: str, clone_root: Path | None = None) -> Path:
     return Path(result.stdout.strip())
 
 
-def _clone_or_fetch(url: str, clone_root: Path) -> Path:
+def clone_path(url: str, clone_root: Path | None = None) -> Path:
+    """Where :func:`local_checkout` keeps its clone of ``url`` (a mirror, made or not yet)."""
     digest = hashlib.sha256(url.encode()).hexdigest()[:10]
-    target = clone_root / f"{repository_name(url)}-{digest}"
+    return (clone_root or default_clone_root()) / f"{repository_name(url)}-{digest}"
+
+
+def _clone_or_fetch(url: str, clone_root: Path) -> Path:
+    target = clone_path(url, clone_root)
     if (target / "HEAD").exists():
         cmd = ["git", "-C", str(target), "fetch", "--quiet", "--prune", "origin"]
     else:

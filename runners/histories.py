@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
-from miner import NotARepository, is_url, local_checkout
+from miner import NotARepository, clone_path, is_url, local_checkout
 from tasks import CoevoError, Repository
 
 
@@ -29,7 +29,8 @@ def task_history(
     repo: Repository, commits: Collection[str], given: Mapping[str, Path], clone_root: Path | None = None
 ) -> Path:
     """The git directory holding ``commits`` of ``repo``: the folder ``given`` names for it, else
-    the store's path, else a clone of its recorded URL into ``clone_root`` (``$COEVO_CLONES``).
+    the store's path, else a clone of its recorded URL into ``clone_root`` (``$COEVO_CLONES``),
+    fetched only when it lacks ``commits`` (a scored store needs no network the second time).
 
     Raises :class:`HistoryUnavailable` with one line saying what to give instead.
     """
@@ -43,6 +44,12 @@ def task_history(
     if repo.path and Path(repo.path).is_dir():
         return _holding(Path(repo.path), commits, f"the history of {repo.name} at {repo.path}")
     if is_url(repo.location):
+        kept = clone_path(repo.location, clone_root)
+        if (kept / "HEAD").exists():
+            try:  # a clone made before that holds them: no network needed
+                return _holding(kept, commits, f"the clone of {repo.location} at {kept}")
+            except HistoryUnavailable:
+                pass  # fetched below
         try:
             path = local_checkout(repo.location, clone_root)
         except NotARepository as exc:

@@ -185,7 +185,7 @@ def export_snapshot(
             **options.as_json(),
             "counts": counts,
         }
-        previous = _previous(parent, name, end)
+        previous = _previous(parent, name, end, _selection(manifest))
         (staging / CHANGELOG).write_text(_changelog(staging, previous, name), encoding="utf-8")
         (staging / CARD).write_text(_card(manifest, options), encoding="utf-8")
         files.update({n: _file_entry(staging / n) for n in (CARD, CHANGELOG)})
@@ -428,18 +428,34 @@ def swebench_row(row: dict[str, Any]) -> dict[str, Any]:
 # --- changelog and card --------------------------------------------------------------------------
 
 
-def _previous(parent: Path, name: str, end: str) -> Path | None:
-    """The newest snapshot beside ``name`` ending no later than it: by end date, then by when
-    its manifest was written (two snapshots of one day are told apart by that)."""
+def _selection(manifest: dict[str, Any]) -> tuple[str, str]:
+    """What a snapshot selects besides its end: the window's start and the filters. Changes are
+    counted only against a snapshot of the same selection (a filtered export's missing tasks are
+    not retired)."""
+    window = manifest.get("window") or {}
+    filters = manifest.get("filters") or {}
+    return str(window.get("since")), json.dumps(filters, sort_keys=True)
+
+
+_EVERYTHING = _selection(ExportOptions().as_json())
+"""The selection of an export with no window start and no filter (``coevo run``'s)."""
+
+
+def _previous(parent: Path, name: str, end: str, selection: tuple[str, str]) -> Path | None:
+    """The newest snapshot of ``selection`` beside ``name`` ending no later than it: by end date,
+    then by when its manifest was written (two snapshots of one day are told apart by that)."""
     found = []
     for folder in parent.iterdir():
         manifest = folder / MANIFEST
         if folder.name == name or folder.name.startswith(".") or not manifest.is_file():
             continue
         try:
-            other_end = str(json.loads(manifest.read_text(encoding="utf-8")).get("end", ""))
+            other = json.loads(manifest.read_text(encoding="utf-8"))
         except (ValueError, OSError):
             continue
+        if not isinstance(other, dict) or _selection(other) != selection:
+            continue
+        other_end = str(other.get("end", ""))
         if other_end <= end:
             found.append((other_end, manifest.stat().st_mtime_ns, folder.name, folder))
     return max(found)[3] if found else None
@@ -471,9 +487,11 @@ class StoreChanges:
 
 def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
     """The tasks that became active or stopped being active in ``store`` since the newest
-    snapshot in ``parent`` (:func:`list_snapshots`)."""
+    snapshot of every task in ``parent`` (:func:`list_snapshots`; filtered exports beside it are
+    not compared)."""
     found = list_snapshots(parent) if parent.is_dir() else []
-    newest = found[-1] if found else None
+    whole = [info for info in found if _selection(read_manifest(info.path)) == _EVERYTHING]
+    newest = whole[-1] if whole else None
     active = TaskStatus.ACTIVE.value
     before = set()
     if newest is not None:
@@ -485,7 +503,10 @@ def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
 
 def _changelog(folder: Path, previous: Path | None, name: str) -> str:
     if previous is None:
-        return f"# Changelog of {name}\n\nThe first snapshot in this folder: every task is new.\n"
+        return (
+            f"# Changelog of {name}\n\n"
+            "The first snapshot of this window start and these filters in this folder: every task is new.\n"
+        )
     before, now = _summaries(previous / TASKS_JSONL), _summaries(folder / TASKS_JSONL)
     active = TaskStatus.ACTIVE.value
     added = sorted(i for i in now if i not in before)
@@ -502,7 +523,14 @@ def _changelog(folder: Path, previous: Path | None, name: str) -> str:
         for i in now
         if i in before and before[i][1] != now[i][1] and not (before[i][0] == active != now[i][0])
     )
-    lines = [f"# Changelog of {name}", "", f"Against {previous.name}.", "", f"## Added ({len(added)})", ""]
+    lines = [
+        f"# Changelog of {name}",
+        "",
+        f"Against {previous.name}, the newest earlier snapshot with the same window start and filters.",
+        "",
+        f"## Added ({len(added)})",
+        "",
+    ]
     lines += [f"- {i}" for i in added] + ["", f"## Retired ({len(retired)})", "", *retired]
     lines += ["", f"## Changed ({len(changed)})", "", *[f"- {i}" for i in changed]]
     return "\n".join(lines) + "\n"

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from tasks import Task, TaskStatus, open_store
+from tasks import AgentRun, Candidate, Task, TaskStatus, open_store
 from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
 
@@ -256,3 +256,26 @@ def test_show_task_takes_a_unique_prefix_and_names_an_unknown_id(curated: Curate
     assert several.returncode == 1
     (line,) = several.stderr.splitlines()
     assert line.startswith("error: 'gen-' starts several task ids (") and line.endswith("): give more of it")
+
+
+def test_names_a_repository_or_agent_wrote_are_shown_escaped(curated: Curated, tmp_path: Path) -> None:
+    """A Java method name may hold format characters (``Character.isIdentifierIgnorable``), a
+    file name escapes: ``candidates`` and ``show-run`` show them escaped, like ``show-task``."""
+    db = tmp_path / "copy.db"
+    with sqlite3.connect(curated.db) as source, sqlite3.connect(db) as target:
+        source.backup(target)
+    hostile = f"test_triangle{HOSTILE}"
+    with open_store(db).session() as s:
+        candidate = s.exec(select(Candidate).where(Candidate.test_method == "test_triangle")).first()
+        assert candidate is not None
+        candidate.test_method = hostile
+        s.add(candidate)
+        outcome = {"outcome": "passed", "success": True, "strict": True, "message": f"said {HOSTILE}"}
+        s.add(AgentRun(task_id=curated.ids["test_triangle"], agent="gold", outcomes={hostile: outcome}))
+        s.commit()
+    escaped = "test_triangle\\x1b[2J\\u202e"
+    for command in (("candidates",), ("show-run", "gold", curated.ids["test_triangle"])):
+        shown = coevo(*command, "--db", str(db))
+        assert shown.returncode == 0, shown.stderr
+        assert escaped in shown.stdout, shown.stdout
+        assert "\x1b" not in shown.stdout and "\u202e" not in shown.stdout

@@ -195,7 +195,7 @@ def test_changelog_lists_added_and_retired(curated: Curated, tmp_path: Path) -> 
         s.add(task)
     second = export(db, out)
     log = (second / "CHANGELOG.md").read_text()
-    assert f"Against {first.name}." in log
+    assert f"Against {first.name}, the newest earlier snapshot with the same window start" in log
     assert f"## Added (1)\n\n- {curated.ids['test_circle']}\n" in log
     assert f"## Retired (1)\n\n- {curated.ids['test_triangle']}: quarantined\n" in log
     assert "## Changed (0)" in log
@@ -432,9 +432,14 @@ def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curate
     )
     assert {r["id"] for r in jsonl(written.path)} == set(curated.ids.values())
 
+    # A filtered export beside it, newer: the run still compares with the snapshot of every task.
+    filtered = export(db, out, "--track", "generation")
+    assert {r["id"] for r in jsonl(filtered)} == {curated.ids["test_triangle"], curated.ids["test_circle"]}
+    assert list_snapshots(out)[-1].path == filtered
+    assert "every task is new" in (filtered / "CHANGELOG.md").read_text()
     again = run()
     assert f"snapshot: no task gained or retired since {written.path}; none written" in again.stdout
-    assert list_snapshots(out) == [written]
+    assert {s.path for s in list_snapshots(out)} == {written.path, filtered}
 
     with open_store(db).session() as s:
         task = s.get(Task, curated.ids["test_circle"])
