@@ -111,7 +111,9 @@ def choose_python(
 
     Among the declared versions that are present, the newest released before ``day`` (or, for
     a revision older than all of them, the oldest); when none of the declared ones is present,
-    the present one closest to what the revision asks for. A revision that declares nothing
+    the present one closest to what the revision asks for among those released before ``day``
+    (the older of two as close; a Python newer than the revision's packages may lack their
+    wheels), else the closest. A revision that declares nothing
     gets the newest present Python released before ``day``. ``where`` names the place
     (``pyenv``, ``Docker``) in the reason.
     """
@@ -128,13 +130,20 @@ def choose_python(
             missing = "" if chosen == ideal else f"; {ideal} is not here"
             return chosen, f"python {chosen}{at}: {_why(chosen, day)} of {span} ({declared.origin}){missing}"
         asked = _pick(list(declared.versions), day)
-        chosen = min(have, key=lambda v: (abs(minor_key(v)[1] - minor_key(asked)[1]), -minor_key(v)[1]))
+        chosen = min(
+            have, key=lambda v: (_later(v, day), abs(minor_key(v)[1] - minor_key(asked)[1]), minor_key(v))
+        )
         return chosen, (
             f"python {chosen}{at}: the closest here to {asked}, {_why(asked, day)} of"
             f" {span} ({declared.origin}), none of which is here"
         )
     chosen = _pick(have, day)
     return chosen, f"python {chosen}{at}: {_why(chosen, day)} (the project declares no version)"
+
+
+def _later(version: str, day: date | None) -> bool:
+    """Whether ``version`` came out after ``day``: the packages of the day may have no wheels for it."""
+    return day is not None and (version not in RELEASES or RELEASES[version] >= day)
 
 
 def _why(chosen: str, day: date | None) -> str:

@@ -257,6 +257,17 @@ def test_the_backend_chooses_among_its_own_pythons_and_says_why(tmp_path: Path) 
     closest = resolve_python(only, {"3.9", "3.11"}, "Docker")
     assert closest.language_version == "3.9"
     assert "the closest here to 3.7" in closest.notes[-1]
+    # As close below as above: the one released before the revision (flask in April 2024 asks
+    # for 3.12; cffi 1.16 of that day has no wheel for 3.13, which came out in October).
+    flask = dataclasses.replace(
+        spec, python_declared=("3.8", "3.10", "3.12"), packages_before="2024-04-07T00:00:00Z"
+    )
+    assert resolve_python(flask, {"3.9", "3.11", "3.13"}, "Docker").language_version == "3.11"
+    # Both released before it: the older of two as close.
+    tested = dataclasses.replace(
+        flask, python_declared=("3.8", "3.10"), packages_before="2023-06-01T00:00:00Z"
+    )
+    assert resolve_python(tested, {"3.9", "3.11"}, "Docker").language_version == "3.9"
     assert (
         resolve_python(
             dataclasses.replace(spec, packages_before=None), {"3.9", "3.11"}, "host"
