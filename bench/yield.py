@@ -197,12 +197,14 @@ def main() -> int:
         choices=("default", "patterns", "all"),
         help="build_rate's windows, windows rich in issue 13's patterns, or both",
     )
+    parser.add_argument("--window", action="append", help="only this window (its store name; repeatable)")
     parser.add_argument("--seed", type=int, default=13, help="the sample's seed")
     args = parser.parse_args()
     args.results.mkdir(parents=True, exist_ok=True)
     args.cache = args.cache or args.results / "cache"
     given = dict(item.split("=", 1) for item in args.repos)
     chosen = {"default": WINDOWS, "patterns": PATTERN_WINDOWS, "all": WINDOWS + PATTERN_WINDOWS}[args.windows]
+    chosen = tuple(w for w in chosen if not args.window or _key(w) in args.window)
     windows = [replace(w, pairs=args.pairs) if args.pairs else w for w in chosen]
     measured: dict[str, dict[Window, Outcome]] = {}
     for behaviour in BEHAVIOURS:
