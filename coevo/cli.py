@@ -925,7 +925,7 @@ def show_task_command(task_id: str, db: str | None, as_json: bool) -> None:
 
 
 _CELLS = ("OO", "ON", "NO", "NN")
-_DYNAMIC = ("coverage", "coverage_use")
+_DYNAMIC = ("coverage", "coverage_use", "stack")
 """Focal provenances measured by running the test; the others are static links."""
 
 

@@ -587,6 +587,7 @@ class _PairCurator:
                 if any(change.new_start <= line <= change.new_end for line in lines):
                     focal.append(_focal(change, "coverage"))
             focal += self._units_reached(candidate, production, {(f["file"], f["method"]) for f in focal})
+            focal += self._thrown_through(item, {(f["file"], f["method"]) for f in focal})
         else:
             seen: set[int | None] = set()
             for provenance, change in self.static.get(candidate.id, []):
@@ -656,6 +657,34 @@ class _PairCurator:
             ):
                 reached.append(_focal(change, "coverage_use"))
         return reached
+
+    def _thrown_through(self, item: _Item, found: set[tuple[str, str]]) -> list[dict[str, Any]]:
+        """Changed methods an exception left on the new code before JaCoCo saw a line of them
+        (it counts a line once a later probe runs: ``return Math.addExact(a, b)`` that throws
+        shows none), found on the stack of the old test's failure there (ON) and linked to the
+        test statically: the old test ran them, and the new one, its repair, calls them."""
+        frames = item.cells["ON"].frames if "ON" in item.cells else set()
+        if not frames:
+            return []
+        lines: dict[str, set[int]] = {}
+        for frame in frames:
+            path, _, number = frame.rpartition(":")
+            lines.setdefault(path, set()).add(int(number))
+        thrown = []
+        for _, change in self.static.get(item.candidate.id, []):
+            start, end = change.new_start, change.new_end
+            if (
+                change.unit != "method"
+                or start is None
+                or end is None
+                or (change.file, change.method) in found
+            ):
+                continue
+            on_stack = [n for p, ns in lines.items() if f"/{change.file}".endswith(f"/{p}") for n in ns]
+            if any(start <= n <= end for n in on_stack):
+                found.add((change.file, change.method))
+                thrown.append(_focal(change, "stack"))
+        return thrown
 
     def _refactored(self, change: MethodChange) -> bool:
         """Whether a changed production method only changed by refactoring (added ones did not)."""

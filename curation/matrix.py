@@ -24,6 +24,8 @@ class Cell:
     message: str = ""
     """The first run's message that says anything, whole (bounded)."""
     coverage: Coverage | None = None
+    frames: set[str] = field(default_factory=set)
+    """The Java source lines its failures' stacks passed through (:attr:`TestResult.frames`)."""
 
     @property
     def outcome(self) -> str:
@@ -38,6 +40,7 @@ class Cell:
             self.message = bounded(result.message.strip())
         if coverage is not None:
             self.coverage = coverage
+        self.frames.update(result.frames)
 
     def as_json(self) -> dict[str, Any]:
         return {"outcome": self.outcome, "runs": list(self.runs), "message": self.message}

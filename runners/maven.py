@@ -821,8 +821,8 @@ def _argfile(args: Sequence[str]) -> bytes:
     return ("\n".join(quoted) + "\n").encode()
 
 
-def _rest(result: TestResult) -> tuple[Outcome, str, float]:
-    return result.outcome, result.message, result.duration
+def _rest(result: TestResult) -> tuple[Outcome, str, float, tuple[str, ...]]:
+    return result.outcome, result.message, result.duration, result.frames
 
 
 _SEVERITY = {
@@ -838,7 +838,7 @@ def _merge(old: TestResult | None, new: TestResult) -> TestResult:
     if old is None:
         return new
     worst = min(old, new, key=lambda result: _SEVERITY.get(result.outcome, 0))
-    return TestResult(worst.test, worst.outcome, worst.message, old.duration + new.duration)
+    return dataclasses.replace(worst, duration=old.duration + new.duration)
 
 
 def _outcome(test: _TestId, launch: _Launch) -> TestResult:

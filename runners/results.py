@@ -42,6 +42,33 @@ class TestResult:
     message: str = ""
     """Why it did not pass, whole (bounded); :func:`cause_line` gives its one line."""
     duration: float = 0.0
+    frames: tuple[str, ...] = ()
+    """Java: the source lines its failure's stack passed through, ``pkg/path/File.java:LINE``, from
+    the innermost. A method an exception left before any JaCoCo probe shows no covered line, but
+    it is on this stack."""
+
+
+_JAVA_FRAME = re.compile(
+    r"^\s*at (?:[\w.$@-]*/)*(?P<cls>[\w$]+(?:\.[\w$]+)*)\.[\w$<>]+\((?P<file>[\w$-]+\.java):(?P<line>\d+)\)"
+)
+_MAX_FRAMES = 64
+
+
+def java_frames(trace: str) -> tuple[str, ...]:
+    """The ``pkg/path/File.java:LINE`` of each ``at pkg.Class.method(File.java:LINE)`` line of a
+    Java stack trace (``Caused by`` traces included), in order, each once."""
+    found: dict[str, None] = {}
+    for line in trace.splitlines():
+        match = _JAVA_FRAME.match(line)
+        if match is None:
+            continue
+        package = match["cls"].rpartition(".")[0].replace(".", "/")
+        found[
+            f"{package}/{match['file']}:{match['line']}" if package else f"{match['file']}:{match['line']}"
+        ] = None
+        if len(found) == _MAX_FRAMES:
+            break
+    return tuple(found)
 
 
 def parse_junit_xml(data: bytes, java: bool) -> list[TestResult]:
@@ -67,14 +94,17 @@ def parse_junit_xml(data: bytes, java: bool) -> list[TestResult]:
         else:
             outcome, node = Outcome.PASS, None
         message = ""
+        frames: tuple[str, ...] = ()
         if node is not None:
             message = (node.get("message") or (node.text or "")).strip()
+            frames = java_frames(node.text or "") if java and outcome in (Outcome.FAIL, Outcome.ERROR) else ()
         results.append(
             TestResult(
                 test=_java_id(case) if java else _python_id(case),
                 outcome=outcome,
                 message=bounded(message),
                 duration=float(case.get("time") or 0.0),
+                frames=frames,
             )
         )
     return results

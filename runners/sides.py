@@ -219,9 +219,7 @@ class Side:
         with self._placed_python(test_file, content, ids, tag) as placed:
             run = self.run(list(placed.values()), timeout, coverage)
         back = {placed_id: test for test, placed_id in placed.items()}
-        results = tuple(
-            TestResult(back.get(r.test, r.test), r.outcome, r.message, r.duration) for r in run.results
-        )
+        results = tuple(dataclasses.replace(r, test=back.get(r.test, r.test)) for r in run.results)
         missing = tuple(
             TestResult(t, Outcome.ABSENT, "not a test of this file") for t in ids if t not in placed
         )
