@@ -8,9 +8,9 @@ its own venv, as in build_rate), the new one this checkout. Stores are kept in `
 per coevo commit and repository, so a rerun resumes (curation is resumable) and the two
 behaviours can run at different times (``--only old``, ``--only new``).
 
-It prints, per repository and behaviour, pairs curated, tasks, and tasks per 100 pairs; the
-labels that moved between the behaviours (per candidate: repository, rev2, test file and method);
-and, for a person to check against the commits, a sample of up to 10 tasks per language that
+It prints, per repository and behaviour, pairs curated, tasks, tasks per 100 pairs and the test
+methods those tasks hold; the labels that moved between the behaviours (per candidate:
+repository, rev2, test file and method); and, for a person to check against the commits, a sample of up to 10 tasks per language that
 only the new behaviour made: repository, commit, test file, methods, focal code and the
 reason NO fails.
 
@@ -120,7 +120,7 @@ def _outcome(db: Path, since: str) -> Outcome:
 def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
     print(f"\n{'window':<24} {'lang':<6}", end="")
     for behaviour in measured:
-        print(f" {behaviour + ' pairs':>10} {'tasks':>6} {'/100':>6}", end="")
+        print(f" {behaviour + ' pairs':>10} {'tasks':>6} {'/100':>6} {'methods':>8}", end="")
     print()
     windows = list(dict.fromkeys(w for outcomes in measured.values() for w in outcomes))
     for window in windows:
@@ -128,10 +128,11 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
         for outcomes in measured.values():
             got = outcomes.get(window)
             if got is None:
-                print(f" {'-':>10} {'-':>6} {'-':>6}", end="")
+                print(f" {'-':>10} {'-':>6} {'-':>6} {'-':>8}", end="")
             else:
                 per = 100 * len(got.tasks) / got.pairs if got.pairs else 0.0
-                print(f" {got.pairs:>10} {len(got.tasks):>6} {per:>6.1f}", end="")
+                methods = sum(len(t["test_methods"]) for t in got.tasks)  # type: ignore[arg-type]
+                print(f" {got.pairs:>10} {len(got.tasks):>6} {per:>6.1f} {methods:>8}", end="")
         print()
     if set(measured) != set(BEHAVIOURS):
         return
