@@ -10,9 +10,9 @@ behaviours can run at different times (``--only old``, ``--only new``).
 
 It prints, per repository and behaviour, pairs curated, tasks, tasks per 100 pairs and the test
 methods those tasks hold; the labels that moved between the behaviours (per candidate:
-repository, rev2, test file and method); and, for a person to check against the commits, a sample of up to 10 tasks per language that
-only the new behaviour made: repository, commit, test file, methods, focal code and the
-reason NO fails.
+repository, rev2, test file and method); and, for a person to check against the commits, a
+sample of up to 10 tasks per language that only the new behaviour made: repository, commit,
+test file, methods, focal code and the reason NO fails.
 
 Example::
 
