@@ -377,6 +377,12 @@ _CLASS_TOO_NEW = re.compile(
     r"|compiled by a more recent version of the Java Runtime \(class file version (\d+)\.0\)"
     r"|UnsupportedClassVersionError: \S+ : Unsupported major\.minor version (\d+)\.0"
 )
+_JAVA_REQUIRED = re.compile(
+    r"Required Java version (?:1\.)?(\d+)\S* is not met by current version"
+    r"|Detected JDK [Vv]ersion:? \S+.*? is not in the allowed range \[(?:1\.)?(\d+)"
+)
+"""A plugin's prerequisite (Maven's ``requiredJavaVersion``) or the enforcer's ``requireJavaVersion``
+rule: the lowest JDK the build accepts."""
 _MISSING_PACKAGE = re.compile(r"package ([\w.]+) does not exist")
 _MISSING_CLASS = re.compile(r"symbol:\s+class (\w+)\s*\n\s*location:\s+package ([\w.]+)")
 _ENCAPSULATION = re.compile(
@@ -397,8 +403,9 @@ def jdk_failure(output: str, jdk: int) -> JdkFailure | None:
 
     Checked in order, the first that matches deciding: a level this javac does not know (a newer
     JDK) or no longer compiles (an older one); a class file newer than this JDK reads (a newer
-    JDK); an API this JDK removed, by the compiler's "package … does not exist" or "cannot find
-    symbol … location: package" (an older JDK); reflection into JDK internals that JDK 16
+    JDK); a plugin or enforcer rule that requires a newer JDK; an API this JDK removed, by the
+    compiler's "package … does not exist" or "cannot find symbol … location: package" (an older
+    JDK); reflection into JDK internals that JDK 16
     denies (``InaccessibleObjectException``, Lombok's ``IllegalAccessError``: 15 or older); an
     annotation processor that reaches into an older javac (Lombok before 1.18.30 on JDK 21: an
     older JDK); ``tools.jar``, gone after JDK 8; a bytecode library too old for this JDK's class
@@ -422,6 +429,10 @@ def jdk_failure(output: str, jdk: int) -> JdkFailure | None:
                 f"a class file is for Java {version - 44}, newer than JDK {jdk}: {match.group(0)}",
                 oldest=version - 44,
             )
+    if match := _JAVA_REQUIRED.search(text):
+        version = int(next(group for group in match.groups() if group))
+        if version > jdk:
+            return JdkFailure(f"the build requires JDK {version}: {match.group(0)[:160]}", oldest=version)
     for name in [*_MISSING_PACKAGE.findall(text), *(f"{p}.{c}" for c, p in _MISSING_CLASS.findall(text))]:
         for api, last, what in _REMOVED_APIS:
             if (name == api or name.startswith(api + ".")) and jdk > last:

@@ -83,6 +83,13 @@ def test_a_removed_api_retries_on_the_newest_older_jdk_once_and_says_why() -> No
          "java.lang.String.value accessible: module java.base does not \"opens java.lang\" to unnamed module",
          17, None, 15),
         ("class file has wrong version 55.0, should be 52.0", 8, 11, None),
+        # gson's proto module of 2026 builds with protobuf-maven-plugin 4, which needs JDK 17.
+        ("[ERROR] The plugin io.github.ascopes:protobuf-maven-plugin:4.1.3 has unmet prerequisites:\n"
+         "[ERROR] \tRequired Java version 17 is not met by current version: 11.0.32.1", 11, 17, None),
+        ("Rule 0: org.apache.maven.enforcer.rules.version.RequireJavaVersion failed with message:\n"
+         "Detected JDK version 1.8.0-462 (JAVA_HOME=/usr/lib/jvm/java-8) is not in the allowed range [11,).",
+         8, 11, None),
+        ("Required Java version 17 is not met by current version: 21.0.1", 21, None, None),
         ("Tests run: 3, Failures: 1", 17, None, None),
     ],
 )  # fmt: skip
