@@ -129,17 +129,28 @@ class Environment:
         """Where to build once more after ``built`` failed here in a way another JDK explains
         (:func:`~runners.jdk.retry_jdk`; the new plan says why); None when nothing does.
 
+        A build where only some modules failed is retried too, when a newer JDK explains their
+        failure (a plugin or a dependency that needs it): a newer JDK still builds the others.
+
         Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK that would do is not installed.
         """
-        if built.ok or self.jdk is None or self.remake is None or not _plain_failure(built):
+        partial = built.ok and built.log is not None and not built.log.ok
+        if (built.ok and not partial) or self.jdk is None or self.remake is None or not _plain_failure(built):
             return None
         assert built.log is not None
         output = f"{built.log.stdout}\n{built.log.stderr}"
-        if self.image is not None:
-            plan = retry_jdk(self.jdk, self.spec, output, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
-        else:
-            plan = retry_jdk(self.jdk, self.spec, output, [jdk.feature for jdk in find_jdks()])
-        return None if plan is None else self.remake(plan)
+        try:
+            if self.image is not None:
+                plan = retry_jdk(self.jdk, self.spec, output, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
+            else:
+                plan = retry_jdk(self.jdk, self.spec, output, [jdk.feature for jdk in find_jdks()])
+        except NoSuitableJdk:
+            if partial:  # the modules that built are worth more than the JDK that is missing
+                return None
+            raise
+        if plan is None or (partial and plan.feature < self.jdk.feature):
+            return None
+        return self.remake(plan)
 
     def sandbox(self, worktree: Path, repository: Path | None = None) -> Sandbox:
         """Where a built revision's tests run: no network, every cache and repository read-only.

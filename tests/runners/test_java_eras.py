@@ -5,6 +5,7 @@ records what it chose and resolved, which a later build of the same task reuses.
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 from pathlib import Path
 
@@ -144,3 +145,64 @@ def test_a_task_builds_with_the_jdk_and_levels_its_record_names(tmp_path: Path) 
     assert any(entry.startswith(f"java=={newest}") for entry in recorded.installed)
     assert _build(work, history, "local", record).worktree == recorded.worktree
     assert _chosen(_build(work, history, "local"))["jdk"] == str(newest)  # no record: what was built
+
+
+@pytest.mark.maven
+def test_a_module_that_needs_a_newer_jdk_retries_the_build_on_it(tmp_path: Path) -> None:
+    """Two modules of Java 11: ``core`` builds on the host's oldest JDK, ``app`` reads a jar made
+    for a newer Java than that JDK ("class file has wrong version"), so the build is partial. It
+    is built once more on the JDK the jar needs, where both modules build; a host without one
+    keeps the partial build."""
+    jdks = sorted(find_jdks(), key=lambda jdk: jdk.feature)
+    oldest, newest = jdks[0], jdks[-1]
+    root = tmp_path / "modules"
+    maven_projects.multi_module_project(root)
+    for path in (root / "pom.xml", root / "core" / "pom.xml", root / "app" / "pom.xml"):
+        path.write_text(
+            path.read_text().replace(
+                "<maven.compiler.release>17<", f"<maven.compiler.release>{oldest.feature}<"
+            )
+        )
+    source = tmp_path / "newer" / "Newer.java"
+    source.parent.mkdir()
+    source.write_text(
+        "package newer;\n\npublic class Newer {\n    public static int two() {\n        return 2;\n    }\n}\n"
+    )
+    classes = tmp_path / "newer" / "classes"
+    subprocess.run([str(newest.home / "bin" / "javac"), "-d", str(classes), str(source)], check=True)
+    (root / "app" / "lib").mkdir()
+    subprocess.run(
+        [
+            str(newest.home / "bin" / "jar"),
+            "cf",
+            str(root / "app" / "lib" / "newer.jar"),
+            "-C",
+            str(classes),
+            ".",
+        ],
+        check=True,
+    )
+    app_pom = root / "app" / "pom.xml"
+    app_pom.write_text(
+        app_pom.read_text().replace(
+            "  </dependencies>",
+            "    <dependency>\n      <groupId>demo</groupId>\n      <artifactId>newer</artifactId>\n"
+            "      <version>1.0</version>\n      <scope>system</scope>\n"
+            "      <systemPath>${project.basedir}/lib/newer.jar</systemPath>\n"
+            "    </dependency>\n  </dependencies>",
+        )
+    )
+    (root / "app/src/main/java/demo/app").mkdir(parents=True)
+    (root / "app/src/main/java/demo/app/Two.java").write_text(
+        "package demo.app;\n\npublic class Two {\n"
+        "    public static int two() {\n        return newer.Newer.two();\n    }\n}\n"
+    )
+    repo = GitRepo(root)
+    repo.git("add", "-A")
+    repo.git("commit", "-q", "-m", "start", date=DATE)
+    assert newest.feature > oldest.feature, "the host has one JDK (coevo's machines have 17 and 25)"
+    built = _build(tmp_path / "work", (root, repo.git("rev-parse", "HEAD")), "local")
+    assert built.status == "ok", built.message
+    assert _chosen(built)["retry"] == f"JDK {oldest.feature} -> JDK {newest.feature}"
+    assert "class file" in next(c.why for c in built.choices if c.name == "retry")
+    assert _outcomes(built, ["demo.CalcTest#adds", "demo.app.AppTest#usesCore"]) == ["pass", "pass"]
