@@ -112,10 +112,9 @@ def choose_python(
     Among the declared versions that are present, the newest released before ``day`` (or, for
     a revision older than all of them, the oldest); when none of the declared ones is present,
     the present one closest to what the revision asks for among those released before ``day``
-    (the older of two as close; a Python newer than the revision's packages may lack their
-    wheels), else the closest. A revision that declares nothing
-    gets the newest present Python released before ``day``. ``where`` names the place
-    (``pyenv``, ``Docker``) in the reason.
+    (the older of two as close: a Python newer than the revision's packages may lack their
+    wheels), else the closest. A revision that declares nothing gets the newest present Python
+    released before ``day``. ``where`` names the place (``pyenv``, ``Docker``) in the reason.
     """
     have = sorted(set(present), key=minor_key)
     if not have:
