@@ -6,13 +6,16 @@ API the old code lacks (a compile or import error naming production code). When 
 because *test* code changed with it is missing there (a fixture not found, an import of a test
 helper, a compile error naming a test class), any test using that helper would fail the same
 way, and the failure says nothing about the production change: the candidate is dropped as
-``old_fails_on_test_code``. The same holds for an old test failing on the new code (ON).
+``old_fails_on_test_code``. So is a test that imports a library the other revision lacks (a
+test dependency added with it: ``package com.google.common.truth.extensions.proto does not
+exist``, ``No module named 'responses'``): a package that is none of the repository's own. The
+same holds for an old test failing on the new code (ON).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import PurePosixPath
 
 BEHAVIOUR = "behaviour"
@@ -28,16 +31,24 @@ _PY_IMPORT = (
 _JAVA_SYMBOL = re.compile(r"symbol:\s+(?:class|method|variable|interface|enum|record)\s+(\w+)")
 _JAVA_LOCATION = re.compile(r"location:\s+(?:class|interface|variable \w+ of type)\s+([\w.$<>]+)")
 _JAVA_PACKAGE = re.compile(r"package ([\w.]+) does not exist")
+_NO_MODULE = re.compile(r"No module named '([\w.]+)'")
 
 
-def failure_cause(outcome: str, message: str, test_names: Collection[str]) -> str:
+def failure_cause(
+    outcome: str, message: str, test_names: Collection[str], own: Collection[str] | None = None
+) -> str:
     """:data:`TEST_CODE` when the failure names test code (``test_names``: what the pair's other
-    test files define or are), :data:`PRODUCTION_API` for a compile or import error naming anything
-    else, and :data:`BEHAVIOUR` otherwise."""
+    test files define or are) or a package that is none of the repository's (``own``:
+    :func:`own_packages`; None: not checked), :data:`PRODUCTION_API` for a compile or import error
+    naming anything else, and :data:`BEHAVIOUR` otherwise."""
     if _FIXTURE.search(message):
         return TEST_CODE  # fixtures are test code, wherever they live
     if outcome not in ("compile_error", "error"):
         return BEHAVIOUR
+    if own is not None and any(
+        name not in own for name in [*_JAVA_PACKAGE.findall(message), *_NO_MODULE.findall(message)]
+    ):
+        return TEST_CODE  # a library the revision lacks: a dependency added with the test
     named = _named(message)
     if not named:
         if outcome == "error" and _mentions(message, test_names):
@@ -58,6 +69,24 @@ def names_of_test_code(paths_and_helpers: dict[str, Collection[str]]) -> frozens
         if pure.suffix == ".py":
             names.add(".".join(pure.with_suffix("").parts))
         names.update(helper for helper in helpers if not helper.startswith("<"))
+    return frozenset(names)
+
+
+def own_packages(paths: Iterable[str]) -> frozenset[str]:
+    """The dotted names by which code can import the repository's own packages and modules: each
+    run of a source file's folders (``src/test/java/com/acme/util`` gives ``com.acme.util``,
+    ``acme.util``, ``com.acme``…) and, for Python, with its module (``flask.json.tag``)."""
+    names: set[str] = set()
+    for path in paths:
+        pure = PurePosixPath(path)
+        if pure.suffix not in (".java", ".py"):
+            continue
+        parts = list(pure.parent.parts)
+        if pure.suffix == ".py" and pure.stem != "__init__":
+            parts.append(pure.stem)
+        for start in range(len(parts)):
+            for end in range(start + 1, len(parts) + 1):
+                names.add(".".join(parts[start:end]))
     return frozenset(names)
 
 

@@ -74,7 +74,7 @@ from tasks import (
     utcnow,
 )
 
-from .causes import TEST_CODE, failure_cause, names_of_test_code
+from .causes import TEST_CODE, failure_cause, names_of_test_code, own_packages
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
@@ -403,6 +403,7 @@ class _PairCurator:
         self.test_side: dict[str, list[str]] = {}
         """Test files that changed in the pair → the changed helpers they define."""
         self.old_test_names: dict[str, frozenset[str]] = {}
+        self._own_packages: frozenset[str] | None = None
         """When rev1's tests did not compile (none of its test classes is there for NO): each of
         its test files → the names by which a failure names it."""
 
@@ -463,6 +464,14 @@ class _PairCurator:
         for item in runnable:
             self._decide(item)
         return items, built
+
+    def _own(self) -> frozenset[str]:
+        """The packages and modules of the pair's code, either revision (read once per pair)."""
+        if self._own_packages is None:
+            self._own_packages = own_packages(
+                [*GitTree(self.path, self.pair.rev1).files(), *GitTree(self.path, self.pair.rev2).files()]
+            )
+        return self._own_packages
 
     def _test_names(self, revision: str) -> dict[str, frozenset[str]]:
         paths = [
@@ -611,7 +620,8 @@ class _PairCurator:
             cell
             for cell in ("NO", "ON")
             if cell in item.cells
-            and failure_cause(item.cells[cell].outcome, item.cells[cell].message, others) == TEST_CODE
+            and failure_cause(item.cells[cell].outcome, item.cells[cell].message, others, self._own())
+            == TEST_CODE
         )
         verdict = classify(
             candidate.change_kind,

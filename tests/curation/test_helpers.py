@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation.causes import BEHAVIOUR, PRODUCTION_API, TEST_CODE, failure_cause, names_of_test_code
+from curation.causes import (
+    BEHAVIOUR,
+    PRODUCTION_API,
+    TEST_CODE,
+    failure_cause,
+    names_of_test_code,
+    own_packages,
+)
 from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
 from miner.files import FilePatterns
 from miner.languages import get_language
@@ -256,3 +263,51 @@ def test_a_new_test_failing_on_the_old_code_for_a_fixture_added_with_it_is_dropp
     record = found["test_nine"]
     assert record.detail.startswith("NO fail on test code that changed with it")
     assert "fixture 'nine' not found" in record.detail
+
+
+def test_a_library_the_old_revision_lacks_is_test_side() -> None:
+    own = own_packages([
+        "gson/src/main/java/com/google/gson/Gson.java",
+        "proto/src/test/java/com/google/gson/protobuf/PTest.java",
+        "src/flask/json/tag.py", "src/flask/__init__.py", "tests/test_basic.py", "README.md",
+    ])  # fmt: skip
+    assert {
+        "com.google.gson",
+        "google.gson",
+        "com.google.gson.protobuf",
+        "flask.json.tag",
+        "flask",
+        "tests",
+    } <= own
+    assert "com.google.common.truth.extensions.proto" not in own and "responses" not in own
+    truth = "Foo.java:21: error: package com.google.common.truth.extensions.proto does not exist"
+    assert failure_cause("compile_error", truth, set(), own) == TEST_CODE
+    assert failure_cause("compile_error", truth, set()) == PRODUCTION_API  # not checked without own
+    ours = "Foo.java:3: error: package com.google.gson.protobuf does not exist"
+    assert failure_cause("compile_error", ours, set(), own) == PRODUCTION_API
+    assert failure_cause("error", "ModuleNotFoundError: No module named 'responses'", set(), own) == TEST_CODE
+    assert failure_cause("error", "ModuleNotFoundError: No module named 'flask.json.tag'", set(), own) == (
+        PRODUCTION_API
+    )
+
+
+def test_a_new_test_that_imports_a_library_added_with_it_is_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """rev1's environment lacks the library the new test imports: any test importing it fails
+    there, whatever the production change; the failure names no package of the repository."""
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    repo.commit("cubes, tested with six", "2024-05-02T10:00:00+00:00", {
+        "requirements.txt": "six\n",
+        "calc/squarer.py": "def square(a):\n    return a * a\n\n\ndef cube(a):\n    return a * a * a\n",
+        "tests/test_squarer.py": (
+            "import six\n\nfrom calc import squarer\n\n\n"
+            "def test_square():\n    assert squarer.square(2) == 4\n\n\n"
+            "def test_cube():\n    assert squarer.cube(2) == six.MAXSIZE // six.MAXSIZE * 8\n"
+        ),
+    })  # fmt: skip
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    found = records(db)
+    assert str(found["test_cube"].drop_reason) == "old_fails_on_test_code", found["test_cube"].detail
+    assert "No module named 'six'" in found["test_cube"].detail
