@@ -58,7 +58,7 @@ def classify(
     measured nothing); ``deps_refactoring`` that every focal method only changed by refactoring;
     ``coverage_improved`` that the new test covers production lines the old one did not (ON);
     ``on_test_code`` names the cells whose failure names test code that changed in the pair
-    (:mod:`curation.causes`): such a failure says nothing about the production change.
+    (:mod:`runners.causes`): such a failure says nothing about the production change.
     """
     needed = {cell: cells.get(cell, "not_run") for cell in cells_for(kind)}
     for cell, outcome in needed.items():

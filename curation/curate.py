@@ -42,6 +42,7 @@ from runners import (
     remove_dead_leftovers,
     resolve_backend,
 )
+from runners.causes import TEST_CODE, failure_cause, names_of_test_code, own_packages
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -74,7 +75,6 @@ from tasks import (
     utcnow,
 )
 
-from .causes import TEST_CODE, failure_cause, names_of_test_code, own_packages
 from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (

@@ -113,7 +113,7 @@ def uses_changed_helper(
 
     A changed autouse fixture of a ``conftest.py`` runs around every test below it, most of them
     untouched by its change (flask's ``leak_detector``): it is no use by itself. Where it does
-    decide a cell, the failure happens in it and names it (:func:`~curation.causes.failure_cause`).
+    decide a cell, the failure happens in it and names it (:func:`~runners.causes.failure_cause`).
 
     Helpers of the test's own file are not: the agent writes that whole file, so they are part of
     its answer (:func:`same_file_helpers`).

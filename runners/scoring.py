@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import difflib
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -58,6 +59,7 @@ from tasks import (
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
 from .buildtools import BuildChoice, Coverage
+from .causes import TEST_CODE, failure_cause, own_packages
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
@@ -314,6 +316,11 @@ def judge(
             on_old = {test: TestResult(test, Outcome.ERROR, str(exc)) for test in ids.values()}
     outcomes: dict[str, dict[str, Any]] = {}
     covered: dict[str, set[int]] = {}
+
+    @functools.cache
+    def own() -> frozenset[str]:
+        return own_packages([*GitTree(repo_path, task.rev1).files(), *GitTree(repo_path, task.rev2).files()])
+
     for method, test in ids.items():
         result, message = on_new[test], on_new[test].message
         lines = new_run.coverage.get(test, Coverage()).lines
@@ -329,8 +336,16 @@ def judge(
             kind = "compile_fail"
         else:
             kind = "exec_fail"
-        old_outcome = str(on_old[test].outcome) if test in on_old else None
-        success = runs_changed and (task.track == Track.UPDATE or old_outcome in FAILS_ON_OLD)
+        old_result = on_old.get(test)
+        old_outcome = str(old_result.outcome) if old_result is not None else None
+        # Failing on the old code for want of a fixture or a library the old revision lacks says
+        # nothing about the change: judged as curation judges the gold (:mod:`runners.causes`).
+        fails_old = (
+            old_result is not None
+            and old_outcome in FAILS_ON_OLD
+            and failure_cause(str(old_result.outcome), old_result.message, (), own()) != TEST_CODE
+        )
+        success = runs_changed and (task.track == Track.UPDATE or fails_old)
         strict = strict_success(success, test, mutation, asked=test not in undetecting)
         outcomes[method] = _outcome(kind, message, success, str(result.outcome), old_outcome, strict)
     passed = any(o["outcome"] == "pass" for o in outcomes.values())

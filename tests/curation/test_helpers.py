@@ -13,7 +13,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation.causes import (
+from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
+from miner.files import FilePatterns
+from miner.languages import get_language
+from runners.agents import Agent, find_agent
+from runners.causes import (
     BEHAVIOUR,
     PRODUCTION_API,
     TEST_CODE,
@@ -21,10 +25,6 @@ from curation.causes import (
     names_of_test_code,
     own_packages,
 )
-from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
-from miner.files import FilePatterns
-from miner.languages import get_language
-from runners.agents import find_agent
 from runners.scoring import ScoreOptions, score
 from runners.workspace import reset_test_file
 from tasks import AgentRun, Task, open_store
@@ -311,3 +311,39 @@ def test_a_new_test_that_imports_a_library_added_with_it_is_dropped(
     found = records(db)
     assert str(found["test_cube"].drop_reason) == "old_fails_on_test_code", found["test_cube"].detail
     assert "No module named 'six'" in found["test_cube"].detail
+
+
+def test_an_agent_test_failing_on_the_old_code_only_for_a_library_gets_no_success(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written to cheat: a method that runs the changed code, asserts what holds before and after,
+    and imports a library only the new revision's environment has, so that it "fails" there."""
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", PY_BASE)
+    strict = "def square(a):\n    if a < 0:\n        raise ValueError(a)\n    return a * a\n"
+    repo.commit("negative sides fail, tested with six", "2024-05-02T10:00:00+00:00", {
+        "requirements.txt": "six\n",
+        "calc/squarer.py": strict,
+        "tests/test_squarer.py": (
+            "import pytest\n\nfrom calc.squarer import square\n\n\n"
+            "def test_square():\n    assert square(2) == 4\n\n\n"
+            "def test_negative():\n    with pytest.raises(ValueError):\n        square(-1)\n"
+        ),
+    })  # fmt: skip
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    with open_store(db).session() as session:
+        assert [t.test_methods for t in session.exec(select(Task)).all()] == [["test_negative"]]
+    cheat = tmp_path / "cheat.py"
+    cheat.write_text(
+        "import six\n\nfrom calc.squarer import square\n\n\n"
+        "def test_square():\n    assert square(2) == 4\n\n\n"
+        "def test_negative():\n    assert six.PY3 and square(3) == 9\n"
+    )
+    agent = Agent("cheat", f"cp {cheat} {{test_file}}")
+    report = score(open_store(db), agent, options=ScoreOptions("local", 60, trust_host=True))
+    assert (report.scored, report.errors) == (1, {})
+    with open_store(db).session() as session:
+        run = session.exec(select(AgentRun)).one()
+    outcome = run.outcomes["test_negative"]
+    assert (outcome["outcome"], outcome["new"], outcome["old"]) == ("pass", "pass", "compile_error"), outcome
+    assert (outcome["success"], run.success_rate) == (False, 0.0)
