@@ -111,10 +111,11 @@ def choose_python(
 
     Among the declared versions that are present, the newest released before ``day`` (or, for
     a revision older than all of them, the oldest); when none of the declared ones is present,
-    the present one closest to what the revision asks for among those released before ``day``
-    (the older of two as close: a Python newer than the revision's packages may lack their
-    wheels), else the closest. A revision that declares nothing gets the newest present Python
-    released before ``day``. ``where`` names the place (``pyenv``, ``Docker``) in the reason.
+    the present one closest to what the revision asks for, preferring one released before
+    ``day`` (a Python newer than the revision's packages may lack their wheels), then one not
+    older than the oldest declared (``requires-python`` may exclude it), then the newer of two
+    as close. A revision that declares nothing gets the newest present Python released before
+    ``day``. ``where`` names the place (``pyenv``, ``Docker``) in the reason.
     """
     have = sorted(set(present), key=minor_key)
     if not have:
@@ -129,8 +130,15 @@ def choose_python(
             missing = "" if chosen == ideal else f"; {ideal} is not here"
             return chosen, f"python {chosen}{at}: {_why(chosen, day)} of {span} ({declared.origin}){missing}"
         asked = _pick(list(declared.versions), day)
+        lowest = min(declared.versions, key=minor_key)
         chosen = min(
-            have, key=lambda v: (_later(v, day), abs(minor_key(v)[1] - minor_key(asked)[1]), minor_key(v))
+            have,
+            key=lambda v: (
+                _later(v, day),
+                minor_key(v) < minor_key(lowest),
+                abs(minor_key(v)[1] - minor_key(asked)[1]),
+                -minor_key(v)[1],
+            ),
         )
         return chosen, (
             f"python {chosen}{at}: the closest here to {asked}, {_why(asked, day)} of"

@@ -263,11 +263,14 @@ def test_the_backend_chooses_among_its_own_pythons_and_says_why(tmp_path: Path) 
         spec, python_declared=("3.8", "3.10", "3.12"), packages_before="2024-04-07T00:00:00Z"
     )
     assert resolve_python(flask, {"3.9", "3.11", "3.13"}, "Docker").language_version == "3.11"
-    # Both released before it: the older of two as close.
+    # Both released before it and in the declared range: the newer of two as close.
     tested = dataclasses.replace(
         flask, python_declared=("3.8", "3.10"), packages_before="2023-06-01T00:00:00Z"
     )
-    assert resolve_python(tested, {"3.9", "3.11"}, "Docker").language_version == "3.9"
+    assert resolve_python(tested, {"3.9", "3.11"}, "Docker").language_version == "3.11"
+    # Below the oldest declared is the last resort: requires-python '>=3.12' in 2026 gets 3.13.
+    modern = dataclasses.replace(flask, python_declared=("3.12",), packages_before="2026-06-01T00:00:00Z")
+    assert resolve_python(modern, {"3.9", "3.11", "3.13"}, "Docker").language_version == "3.13"
     assert (
         resolve_python(
             dataclasses.replace(spec, packages_before=None), {"3.9", "3.11"}, "host"
