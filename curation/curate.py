@@ -42,7 +42,7 @@ from runners import (
     remove_dead_leftovers,
     resolve_backend,
 )
-from runners.causes import TEST_CODE, failure_cause, names_of_test_code, own_packages
+from runners.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
 from runners.sides import Side
 from tasks import (
@@ -468,9 +468,7 @@ class _PairCurator:
     def _own(self) -> frozenset[str]:
         """The packages and modules of the pair's code, either revision (read once per pair)."""
         if self._own_packages is None:
-            self._own_packages = own_packages(
-                [*GitTree(self.path, self.pair.rev1).files(), *GitTree(self.path, self.pair.rev2).files()]
-            )
+            self._own_packages = packages_of(self.path, self.pair.rev1, self.pair.rev2)
         return self._own_packages
 
     def _test_names(self, revision: str) -> dict[str, frozenset[str]]:

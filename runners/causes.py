@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
+
+from .envspec import GitTree
 
 BEHAVIOUR = "behaviour"
 PRODUCTION_API = "production_api"
@@ -88,6 +90,12 @@ def own_packages(paths: Iterable[str]) -> frozenset[str]:
             for end in range(start + 1, len(parts) + 1):
                 names.add(".".join(parts[start:end]))
     return frozenset(names)
+
+
+def packages_of(repo_path: Path, *revisions: str) -> frozenset[str]:
+    """:func:`own_packages` of every file of ``revisions``: what curation and scoring check a
+    failure on the other revision against."""
+    return own_packages(path for revision in revisions for path in GitTree(repo_path, revision).files())
 
 
 def _mentions(message: str, names: Collection[str]) -> bool:

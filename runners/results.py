@@ -63,9 +63,7 @@ def java_frames(trace: str) -> tuple[str, ...]:
         if match is None:
             continue
         package = match["cls"].rpartition(".")[0].replace(".", "/")
-        found[
-            f"{package}/{match['file']}:{match['line']}" if package else f"{match['file']}:{match['line']}"
-        ] = None
+        found[f"{package}/{match['file']}".lstrip("/") + f":{match['line']}"] = None
         if len(found) == _MAX_FRAMES:
             break
     return tuple(found)

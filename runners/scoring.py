@@ -59,7 +59,7 @@ from tasks import (
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
 from .buildtools import BuildChoice, Coverage
-from .causes import TEST_CODE, failure_cause, own_packages
+from .causes import TEST_CODE, failure_cause, packages_of
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
 from .envspec import GitTree
@@ -319,7 +319,7 @@ def judge(
 
     @functools.cache
     def own() -> frozenset[str]:
-        return own_packages([*GitTree(repo_path, task.rev1).files(), *GitTree(repo_path, task.rev2).files()])
+        return packages_of(repo_path, task.rev1, task.rev2)
 
     for method, test in ids.items():
         result, message = on_new[test], on_new[test].message

@@ -140,6 +140,8 @@ class SnapshotInfo:
     tasks: int
     records: int
     by_track: dict[str, int]
+    selection: tuple[str, str] = ("", "")
+    """Its window start and filters (:func:`_selection`)."""
 
 
 @dataclass
@@ -490,7 +492,7 @@ def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
     snapshot of every task in ``parent`` (:func:`list_snapshots`; filtered exports beside it are
     not compared)."""
     found = list_snapshots(parent) if parent.is_dir() else []
-    whole = [info for info in found if _selection(read_manifest(info.path)) == _EVERYTHING]
+    whole = [info for info in found if info.selection == _EVERYTHING]
     newest = whole[-1] if whole else None
     active = TaskStatus.ACTIVE.value
     before = set()
@@ -718,6 +720,7 @@ def _info(folder: Path, manifest: dict[str, Any]) -> SnapshotInfo:
         tasks=int(counts.get("tasks", 0)),
         records=int(counts.get("records", 0)),
         by_track=dict(counts.get("by_track", {})),
+        selection=_selection(manifest),
     )
 
 
