@@ -57,6 +57,7 @@ from tasks import (
     task_row,
     verify_snapshot,
 )
+from web import SiteReport, render_site, render_snapshot_site
 
 from . import __version__
 from .example import write_example
@@ -240,6 +241,13 @@ def _curation(command: Callable[..., None]) -> Callable[..., None]:
     show_default=True,
     help="Where a snapshot of every task is written when the run gained or retired tasks.",
 )
+@click.option(
+    "--site",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="Where the static site of the store is rendered at the end (coevo site).",
+)
 @_BACKEND
 @_common
 def run(
@@ -253,14 +261,16 @@ def run(
     test_timeout: float,
     max_span_hours: float,
     snapshots: Path,
+    site: Path,
     backend: str,
     db: str | None,
     as_json: bool,
 ) -> None:
-    """Run the whole pipeline on repositories: mine, curate what was mined, write a snapshot.
+    """Run the whole pipeline on repositories: mine, curate what was mined, write a snapshot
+    and render the site.
 
     The snapshot (of every task, into --snapshots) is written when the store gained or retired
-    tasks since the newest snapshot there.
+    tasks since the newest snapshot there; the site (into --site) is rendered every run.
 
     REPO is a local path or a clone URL. Try it on a small example first:
     coevo example ./example-repo && coevo run ./example-repo
@@ -292,6 +302,7 @@ def run(
             curation=request,
             curate_progress=curate_progress,
             snapshots=snapshots,
+            site=site,
         )
     if as_json:
         names = _repository_names(store, report.runs)
@@ -303,6 +314,7 @@ def run(
             "snapshot": str(report.snapshot.path) if report.snapshot else None,
             "added": list(report.changes.added) if report.changes else [],
             "retired": list(report.changes.retired) if report.changes else [],
+            "site": str(report.site.out) if report.site else None,
             "errors": report.errors,
         }
         click.echo(json.dumps(payload, indent=2))
@@ -312,6 +324,8 @@ def run(
             _print_curation(curated, False)
         if report.changes is not None:
             out.print(_snapshot_line(report.changes, report.snapshot), highlight=False, soft_wrap=True)
+        if report.site is not None:
+            out.print(_site_line(report.site), highlight=False, soft_wrap=True)
         for location, message in report.errors.items():
             err.print(f"error: {location}: {cause_line(message)}", highlight=False)
     if not report.ok:
@@ -327,6 +341,48 @@ def _snapshot_line(changes: StoreChanges, snapshot: SnapshotInfo | None) -> str:
         f"snapshot: wrote {snapshot.path} ({snapshot.tasks} tasks; "
         f"{len(changes.added)} added, {len(changes.retired)} retired {since})"
     )
+
+
+def _site_line(site: SiteReport) -> str:
+    index = site.out / "index.html"
+    return f"site: wrote {index} ({site.tasks} tasks, {site.repositories} repositories, {site.agents} agents)"
+
+
+@app.command("site")
+@click.option(
+    "--snapshot",
+    "snapshot",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="Render this snapshot folder (verified first) instead of the store.",
+)
+@click.option(
+    "--out",
+    "folder",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="The folder to write (one coevo wrote before is emptied first).",
+)
+@click.option("--title", default="coevo", show_default=True, help="The site's name, atop every page.")
+@_common
+def site_command(snapshot: Path | None, folder: Path, title: str, db: str | None, as_json: bool) -> None:
+    """Render the static site: overview, task explorer, a page per task and repository, the
+    funnel, and the leaderboard with its cutoff slider and contamination curve.
+
+    The folder is plain files with relative links: open index.html, or serve it from any host.
+
+    Example: coevo site --out site && python3 -m http.server -d site
+    """
+    if snapshot is not None and db is not None:
+        raise click.UsageError("give --db or --snapshot, not both")
+    if snapshot is not None:
+        report = render_snapshot_site(snapshot, folder, title=title)
+    else:
+        report = render_site(_store(db, write=False), folder, title=title)
+    if as_json:
+        click.echo(json.dumps({**dataclasses.asdict(report), "out": str(report.out)}, indent=2))
+    else:
+        out.print(_site_line(report), highlight=False, soft_wrap=True)
 
 
 @app.command("example")

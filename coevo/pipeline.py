@@ -46,6 +46,7 @@ from tasks import (
     changes_since_snapshot,
     export_snapshot,
 )
+from web import SiteReport, render_site
 
 from . import __version__
 
@@ -61,6 +62,8 @@ class PipelineReport:
     """The tasks gained and retired since the newest snapshot (None: snapshots not asked for)."""
     snapshot: SnapshotInfo | None = None
     """The snapshot written, when there were changes."""
+    site: SiteReport | None = None
+    """The site rendered at the end (None: not asked for, or it failed: see ``errors``)."""
 
     @property
     def ok(self) -> bool:
@@ -78,13 +81,15 @@ def run_pipeline(
     curation: CurateRequest | None = None,
     curate_progress: CurateProgress | None = None,
     snapshots: Path | None = None,
+    site: Path | None = None,
 ) -> PipelineReport:
     """Runs every stage for each repository; a repository that fails does not stop the others.
 
     ``curation`` (None: mining only) says how to curate; each repository's newly mined pairs
     are curated right after it is mined, within the same window. Then, with ``snapshots``, a
     snapshot of every task is written there when the store gained or retired tasks since the
-    newest one there (:func:`snapshot_if_changed`).
+    newest one there (:func:`snapshot_if_changed`). Last, with ``site``, the static site of
+    the store is rendered there.
     """
     report = PipelineReport()
     for location in locations:
@@ -117,6 +122,11 @@ def run_pipeline(
             report.changes, report.snapshot = snapshot_if_changed(store, snapshots)
         except CoevoError as exc:
             report.errors["snapshot"] = str(exc)
+    if site is not None:
+        try:
+            report.site = render_site(store, site)
+        except CoevoError as exc:
+            report.errors["site"] = str(exc)
     return report
 
 

@@ -565,7 +565,7 @@ def score_task(
     the history is read (default: the repository's path).
     """
     started = time.monotonic()
-    run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model)
+    run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model, model_cutoff=agent.cutoff)
     repo_path = repo_path or Path(repo.path)
 
     # The environment recorded when the task was curated, so a score means the same thing later:

@@ -444,6 +444,9 @@ class AgentRun(SQLModel, table=True):
     task_id: str = Field(foreign_key="task.id", index=True)
     agent: str = Field(index=True)
     model: str = ""
+    model_cutoff: datetime | None = _aware(nullable=True)
+    """The agent's declared training cutoff when it was scored (None: it declared none): the site
+    flags a task dated before it and draws Success% against it (the contamination curve)."""
     status: str = ""
     """``done``: the agent ran and was judged; ``timeout``: it ran out of time (its file is still
     judged); ``harness_fail``: coevo could not prepare or judge the run."""

@@ -109,7 +109,7 @@ def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
     assert again.returncode == 0 and again.stdout.startswith("already there: example-repo")
     result = coevo("run", "example-repo", "--backend", "local", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    *lines, snapshot = result.stdout.splitlines()
+    *lines, snapshot, site = result.stdout.splitlines()
     assert lines == [
         "example-repo: completed — 5 commits read, 5 selected, 4 changed tests (0 already mined), 2 pairs, "
         "2 candidates, 0 files skipped",
@@ -118,6 +118,15 @@ def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
     [written] = (tmp_path / "snapshots").iterdir()
     added = "(2 tasks; 2 added, 0 retired (the first snapshot there))"
     assert snapshot == f"snapshot: wrote snapshots/{written.name} {added}"
+    assert site == "site: wrote site/index.html (2 tasks, 1 repositories, 0 agents)"
+    pages = sorted(p.name for p in (tmp_path / "site" / "tasks").iterdir())
+    assert len(pages) == 2
+    # The snapshot renders the same task pages (it carries the tasks, not the agents' runs).
+    again = coevo("site", "--snapshot", f"snapshots/{written.name}", "--out", "snapshot-site", cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert sorted(p.name for p in (tmp_path / "snapshot-site" / "tasks").iterdir()) == pages
+    index = (tmp_path / "snapshot-site" / "index.html").read_text()
+    assert f"Rendered by coevo from snapshot {written.name}" in index
     funnel = json.loads(coevo("funnel", "--json", cwd=tmp_path).stdout)
     assert funnel["overall"]["tasks"] == {"generation": 1, "update": 1}
     (tmp_path / "taken").mkdir()

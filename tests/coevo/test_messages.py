@@ -132,6 +132,8 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
         str(db),
         "--snapshots",
         snapshots,
+        "--site",
+        str(root / "site"),
     )
     yield result
 

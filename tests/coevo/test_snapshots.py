@@ -420,7 +420,8 @@ def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curate
     out = tmp_path / "snaps"
 
     def run() -> subprocess.CompletedProcess[str]:
-        options = ("--backend", "local", "--db", str(db), "--snapshots", str(out))
+        site = ("--site", str(tmp_path / "site"))
+        options = ("--backend", "local", "--db", str(db), "--snapshots", str(out), *site)
         ran = coevo("run", str(curated.repo.path), *options, env=caches)
         assert ran.returncode == 0, ran.stderr
         return ran

@@ -387,7 +387,8 @@ def test_auto_without_docker_warns_once_and_never_runs_an_agent_on_the_host(
 
     snapshots = str(db.parent / "snapshots")
     ran = _coevo(
-        curated, "run", str(curated.repo), "--db", str(db), "--snapshots", snapshots, "--json", env=NO_DOCKER
+        curated, "run", str(curated.repo), "--db", str(db), "--snapshots", snapshots, "--json",
+        "--site", str(db.parent / "site"), env=NO_DOCKER
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stderr.splitlines() == [
