@@ -107,3 +107,15 @@ def test_coevo_site_renders_a_store(tmp_path: Path) -> None:
     assert result.stdout == f"site: wrote {out / 'index.html'} (29 tasks, 3 repositories, 3 agents)\n"
     both = coevo("site", "--db", str(db), "--snapshot", str(tmp_path))
     assert both.returncode != 0 and "give --db or --snapshot, not both" in both.stderr
+
+
+def test_an_agent_trained_after_a_task_is_flagged_on_its_page(site: Path) -> None:
+    first = next(p for p in (site / "tasks").iterdir() if p.stem.endswith("-0000000000000001"))  # 2024-01
+    late = next(p for p in (site / "tasks").iterdir() if p.stem.endswith(f"-{118:016x}"))  # 2026-05
+    flag = "after this task; the model may have seen it"
+    page = first.read_text()
+    rows = re.findall(r"<tr><td>([^<]*)</td>.*?</tr>", page, flags=re.S)
+    flagged = re.findall(r"<tr><td>([^<]*)</td>(?:(?!</tr>).)*" + re.escape(flag), page, flags=re.S)
+    assert set(rows) >= {"early-model", "late-model", "no-cutoff"}
+    assert sorted(flagged) == ["early-model", "late-model"]
+    assert flag not in late.read_text()
