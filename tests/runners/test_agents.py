@@ -389,7 +389,7 @@ def test_auto_without_docker_warns_once_and_never_runs_an_agent_on_the_host(
     ran = _coevo(
         curated, "run", str(curated.repo), "--db", str(db), "--snapshots", snapshots, "--json",
         "--site", str(db.parent / "site"), env=NO_DOCKER
-    )
+    )  # fmt: skip
     assert ran.returncode == 0, ran.stderr
     assert ran.stderr.splitlines() == [
         "warning: no Docker daemon answers: curating on the host runs each repository's code here "
