@@ -116,6 +116,8 @@ class Repository(SQLModel, table=True):
     """The start of the window that run covered; None when it covered the whole history."""
     watermark_full_history: bool = False
     added_at: datetime | None = _aware(now=True)
+    licence: str | None = None
+    """The SPDX id of its licence as discovery found it (``coevo discover``); None when unknown."""
 
 
 class MiningRun(SQLModel, table=True):
@@ -506,3 +508,46 @@ class GoldCheck(SQLModel, table=True):
     success does not ask an agent's method for what the developer's own did not do. None: not
     measured (a check stored before this was)."""
     checked_at: datetime | None = _aware(now=True)
+
+
+class DiscoveredRepository(SQLModel, table=True):
+    """A repository that ``coevo discover`` found on GitHub, and whether it qualifies for mining.
+
+    A later discovery of the same repository updates its row: the row says what the last one saw.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    full_name: str = Field(index=True, unique=True)
+    """``owner/name`` on the GitHub that was searched."""
+    clone_url: str
+    html_url: str = ""
+    language: str
+    """The language it was searched for (``java``, ``python``)."""
+    stars: int = 0
+    licence: str | None = None
+    """Its licence's SPDX id; None when it has none or GitHub cannot tell (``NOASSERTION``)."""
+    pushed_at: datetime | None = _aware(nullable=True)
+    qualified: bool = False
+    reason: str = ""
+    """Why it was rejected (the first check it failed: ``fork``, ``archived``, ``no_licence``,
+    ``licence_not_permissive``, ``no_build_file``, ``inactive``); empty when it qualified."""
+    detail: str = ""
+    """The rejection in words (``GPL-3.0``, ``12 commits in the last year, fewer than 50``)."""
+    commits_last_year: int | None = None
+    """Commits in the 365 days before discovery, counted up to the threshold (so ``50`` means at
+    least 50); None when an earlier check rejected it."""
+    registered: bool = False
+    """``coevo discover --add`` registered it for mining (it has a :class:`Repository` row)."""
+    discovered_at: datetime | None = _aware(now=True)
+
+
+class HttpCache(SQLModel, table=True):
+    """The last answer to a GET, kept so the next one is a conditional request (``If-None-Match``):
+    GitHub answers an unchanged resource with 304, which costs no quota."""
+
+    url: str = Field(primary_key=True)
+    etag: str
+    body: str = Field(sa_column=Column(Text, nullable=False))
+    link: str | None = None
+    """The answer's ``Link`` header: a 304 does not always repeat where the next page is."""
+    fetched_at: datetime | None = _aware(now=True)
