@@ -484,7 +484,9 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
         }
         click.echo(json.dumps(payload, indent=2))
         return
-    for name, counts in [*per_repo.items(), *([("overall", overall)] if len(per_repo) > 1 else [])]:
+    # Discovery is counted overall only: a store that discovered shows the overall table.
+    show_overall = len(per_repo) > 1 or overall.discovered > 0
+    for name, counts in [*per_repo.items(), *([("overall", overall)] if show_overall else [])]:
         table = Table(title=name, title_justify="left", show_edge=False, box=None, pad_edge=False)
         table.add_column("stage")
         table.add_column("count", justify="right")
@@ -503,6 +505,103 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
             out.print()
             out.print(why)
         out.print()
+
+
+@app.command("discover")
+@click.option(
+    "--language", type=click.Choice(["java", "python"]), required=True, help="The language to search for."
+)
+@click.option("--min-stars", type=click.IntRange(min=0), default=0, show_default=True, help="Fewest stars.")
+@click.option("--pushed-since", metavar="DATE", help="Only repositories pushed to since this day.")
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=miner.DEFAULT_LIMIT,
+    show_default=True,
+    help="Repositories to take from the search, most starred first.",
+)
+@click.option(
+    "--min-commits",
+    type=click.IntRange(min=0),
+    default=miner.DEFAULT_MIN_COMMITS,
+    show_default=True,
+    help="Commits in the last 365 days a repository needs to qualify.",
+)
+@click.option("--add", is_flag=True, help="Register the qualified repositories for mining.")
+@click.option(
+    "--api-url",
+    metavar="URL",
+    help=f"GitHub's REST API (GitHub Enterprise: https://HOST/api/v3) "
+    f"[env {miner.API_URL_ENV}; default {miner.DEFAULT_API_URL}].",
+)
+@_common
+def discover_command(
+    language: str,
+    min_stars: int,
+    pushed_since: str | None,
+    limit: int,
+    min_commits: int,
+    add: bool,
+    api_url: str | None,
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Search GitHub for repositories to mine and record which qualify (permissive licence, build
+    file, recent commits; not a fork, not archived) and why the others do not; token from $GITHUB_TOKEN.
+
+    Example: coevo discover --language java --min-stars 500 --pushed-since 2025-01-01 --limit 50 --add
+    """
+    since = parse_date(pushed_since, "--pushed-since")
+    request = miner.DiscoverRequest(
+        language=language,
+        min_stars=min_stars,
+        pushed_since=since.date() if since is not None else None,
+        limit=limit,
+        min_commits=min_commits,
+        add=add,
+    )
+    store = _store(db, write=True)
+    client = miner.GitHubClient(
+        api_url or os.environ.get(miner.API_URL_ENV) or miner.DEFAULT_API_URL,
+        token=os.environ.get(miner.TOKEN_ENV) or None,
+        cache=miner.StoreCache(store),
+    )
+    with _discover_bar(as_json, limit) as progress:
+        report = miner.discover(store, client, request, progress)
+    if as_json:
+        click.echo(json.dumps([row.model_dump(mode="json") for row in report.rows], indent=2))
+        return
+    for row in report.rows:
+        verdict = "qualified" + (", registered" if row.registered else "") if row.qualified else row.reason
+        why = f" ({row.detail})" if row.detail else ""
+        out.print(f"{row.full_name}  {row.stars}★  {row.licence or '-'}  {verdict}{why}", highlight=False)
+    rejected = ", ".join(f"{n} {reason}" for reason, n in report.rejections.most_common()) or "none"
+    out.print(
+        f"discovered {len(report.rows)} repositories: {len(report.qualified)} qualified, "
+        f"rejected: {rejected}; {report.requests} requests, {report.not_modified} unchanged (304)",
+        highlight=False,
+    )
+
+
+@contextmanager
+def _discover_bar(quiet: bool, limit: int) -> Iterator[miner.DiscoverProgress]:
+    """A rich progress bar on stderr over the repositories checked, with GitHub's remaining quota."""
+    bar = Progress(
+        TextColumn("discovering", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("repositories, {task.fields[requests]} requests, quota {task.fields[quota]}"),
+        console=err,
+        disable=quiet or not err.is_terminal,
+    )
+    with bar:
+        task = bar.add_task("discovering", total=limit, requests=0, quota="?")
+
+        def update(requests: int, remaining: int | None) -> None:
+            quota = "?" if remaining is None else str(remaining)
+            bar.update(task, advance=1, requests=requests, quota=quota)
+
+        yield miner.DiscoverProgress(request=update)
 
 
 def _curation_json(report: curation.CurateReport) -> dict[str, object]:

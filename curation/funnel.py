@@ -14,6 +14,7 @@ from tasks import (
     Candidate,
     CuratedPair,
     CurationRecord,
+    DiscoveredRepository,
     MinedCommit,
     MiningRun,
     Repository,
@@ -28,6 +29,14 @@ from tasks import (
 class Funnel:
     """One repository's funnel (or the sum of all), stage by stage."""
 
+    discovered: int = 0
+    """Repositories ``coevo discover`` found on GitHub (counted overall only: a rejected one has
+    no repository row)."""
+    rejected: Counter[str] = field(default_factory=Counter)
+    """Discovered repositories that did not qualify, by reason (``inactive``, ``no_licence``…)."""
+    qualified: int = 0
+    registered: int = 0
+    """Qualified repositories registered for mining (``coevo discover --add``)."""
     repositories: int = 0
     commits_scanned: int = 0
     """Non-merge commits the selection passes read."""
@@ -83,7 +92,13 @@ class Funnel:
         def parts(counter: Counter[str]) -> str:
             return ", ".join(f"{n} {k}" for k, n in counter.most_common())
 
+        discovery = [
+            ("discovered", self.discovered, "on GitHub"),
+            ("rejected", sum(self.rejected.values()), parts(self.rejected)),
+            ("qualified", self.qualified, f"{self.registered} registered"),
+        ]
         return [
+            *(discovery if self.discovered else []),
             ("repositories", self.repositories, ""),
             ("commits scanned", self.commits_scanned, ""),
             ("commits selected", self.commits_selected, "touched code of the language"),
@@ -141,7 +156,22 @@ def funnel(store: Store, repository: str | None = None) -> tuple[Funnel, dict[st
     overall = Funnel()
     for f in per_repo.values():
         overall.add(f)
+    if repository is None:
+        _add_discovery(store, overall)
     return overall, per_repo
+
+
+def _add_discovery(store: Store, overall: Funnel) -> None:
+    with store.session() as session:
+        rows = session.exec(
+            select(
+                DiscoveredRepository.qualified, DiscoveredRepository.reason, DiscoveredRepository.registered
+            )
+        ).all()
+    overall.discovered = len(rows)
+    overall.qualified = sum(1 for qualified, _, _ in rows if qualified)
+    overall.registered = sum(1 for qualified, _, registered in rows if qualified and registered)
+    overall.rejected = Counter(reason for qualified, reason, _ in rows if not qualified)
 
 
 def _jsonable(value: Any) -> Any:

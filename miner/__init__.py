@@ -1,12 +1,37 @@
 """Mining: a repository's git history → method-level test/code co-evolution candidates."""
 
 from .changes import MethodDelta, ParseCache, method_deltas
+from .discover import (
+    BUILD_FILES,
+    DEFAULT_LIMIT,
+    DEFAULT_MIN_COMMITS,
+    PERMISSIVE_LICENCES,
+    DiscoverProgress,
+    DiscoverReport,
+    DiscoverRequest,
+    Rejection,
+    discover,
+    search_query,
+)
 from .errors import LanguageNotDetected, NotARepository, SourceSyntaxError, UnknownLanguage
 from .files import FilePatterns, FileRole
+from .github import (
+    API_URL_ENV,
+    DEFAULT_API_URL,
+    TOKEN_ENV,
+    CachedAnswer,
+    Clock,
+    GitHubClient,
+    GitHubError,
+    Page,
+    ResponseCache,
+    StoreCache,
+    SystemClock,
+)
 from .gitlog import FileChange, LogCommit, iter_log
 from .languages import Language, MethodInfo, ParsedFile, all_languages, get_language
 from .links import ProductionMethod, static_links
-from .mine import Miner, MineRequest, Progress, identify_repositories, mine, register_repository
+from .mine import Miner, MineRequest, Progress, identify_repositories, mine, register_repository, register_url
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
 from .source import (
     ROOT_PREFIX,
@@ -21,11 +46,25 @@ from .source import (
 )
 
 __all__ = [
+    "API_URL_ENV",
+    "BUILD_FILES",
+    "DEFAULT_API_URL",
+    "DEFAULT_LIMIT",
+    "DEFAULT_MIN_COMMITS",
     "DEFAULT_WINDOW",
+    "PERMISSIVE_LICENCES",
     "ROOT_PREFIX",
+    "TOKEN_ENV",
+    "CachedAnswer",
+    "Clock",
+    "DiscoverProgress",
+    "DiscoverReport",
+    "DiscoverRequest",
     "FileChange",
     "FilePatterns",
     "FileRole",
+    "GitHubClient",
+    "GitHubError",
     "Language",
     "LanguageNotDetected",
     "LogCommit",
@@ -34,18 +73,24 @@ __all__ = [
     "MineRequest",
     "Miner",
     "NotARepository",
+    "Page",
     "PairPlan",
     "ParseCache",
     "ParsedFile",
     "ProductionMethod",
     "Progress",
+    "Rejection",
+    "ResponseCache",
     "SourceSyntaxError",
+    "StoreCache",
+    "SystemClock",
     "UnknownLanguage",
     "all_languages",
     "canonical_remote",
     "clone_path",
     "default_clone_root",
     "detect_language",
+    "discover",
     "get_language",
     "identify_repositories",
     "is_url",
@@ -56,6 +101,8 @@ __all__ = [
     "origin_remote",
     "plan_pairs",
     "register_repository",
+    "register_url",
     "repository_identity",
+    "search_query",
     "static_links",
 ]

@@ -46,7 +46,15 @@ from .files import FilePatterns, FileRole
 from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
-from .source import default_name, detect_language, local_checkout, repository_identity
+from .source import (
+    canonical_remote,
+    clone_path,
+    default_name,
+    detect_language,
+    local_checkout,
+    repository_identity,
+    repository_name,
+)
 
 _PARALLEL_FROM = 300
 _SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
@@ -128,6 +136,41 @@ def register_repository(store: Store, request: MineRequest) -> Repository:
             if request.build_args:
                 repo.build_args = list(request.build_args)
             session.add(repo)
+        session.flush()
+        session.refresh(repo)
+        return repo
+
+
+def register_url(
+    store: Store, url: str, language: str, licence: str | None = None, clone_root: Path | None = None
+) -> Repository:
+    """The store's row for the repository at clone ``url``, registered without cloning it (what
+    ``coevo discover --add`` does for each repository it qualifies).
+
+    The row is named and placed as :func:`register_repository` would after cloning (the URL's
+    name, the clone's path under ``clone_root``), so the first ``coevo mine URL`` finds it and
+    clones into that path. A repository already registered (same identity or location) keeps its
+    row and gains the ``licence``.
+    """
+    get_language(language)
+    identity = canonical_remote(url)
+    path = clone_path(url, clone_root)
+    with store.session() as session:
+        same = col(Repository.location) == url
+        if identity is not None:
+            same = same | (col(Repository.identity) == identity)
+        repo = session.exec(select(Repository).where(same | (col(Repository.path) == str(path)))).first()
+        if repo is None:
+            repo = Repository(
+                name=_unique_name(session, repository_name(url)),
+                location=url,
+                path=str(path),
+                identity=identity,
+                language=language,
+                added_at=utcnow(),
+            )
+        repo.licence = licence
+        session.add(repo)
         session.flush()
         session.refresh(repo)
         return repo
