@@ -50,7 +50,7 @@ TASK_FIELDS: dict[str, tuple[pa.DataType, str]] = {
     "repository": (_TEXT, "The repository's short name in the store it was exported from."),
     "repository_identity": (_TEXT, "`host/owner/name` of its canonical remote, or `root:<sha>`."),
     "clone_url": (_TEXT, "Where to clone it from (null for a local repository without a remote)."),
-    "licence": (_TEXT, "The repository's licence as recorded when mined, or `unknown`."),
+    "licence": (_TEXT, "The repository's licence (SPDX id) as `coevo discover` found it, or `unknown`."),
     "rev1": (_TEXT, "The commit before the change."),
     "rev1_date": (_TEXT, "rev1's committer date, ISO 8601 in UTC."),
     "rev2": (_TEXT, "The commit after the change: the task's code and gold tests."),
@@ -269,7 +269,7 @@ def task_snapshot_row(task: Task, repo: Repository, given: GivenFile | None) -> 
         "repository": repo.name,
         "repository_identity": repo.identity,
         "clone_url": clone_url(repo),
-        "licence": "unknown",
+        "licence": repo.licence or "unknown",
         "rev1": task.rev1,
         "rev1_date": _utc(task.rev1_date),
         "rev2": task.rev2,
@@ -314,6 +314,7 @@ def _write_tasks(
         k: Counter() for k in ("track", "language", "repository", "half_year", "status")
     }
     newest: str | None = None
+    licences: dict[str, str] = {}
     swebench = (folder / SWEBENCH).open("w", encoding="utf-8") if options.swebench else None
     with (
         store.session() as session,
@@ -332,12 +333,16 @@ def _write_tasks(
                                    ("repository", row["repository"]), ("half_year", half),
                                    ("status", row["status"])):  # fmt: skip
                     by[key][value] += 1
+                licences[row["repository"]] = row["licence"]
             parquet.write_table(pa.Table.from_pylist(batch, schema=_TASK_SCHEMA))
     if swebench is not None:
         swebench.close()
     counts: dict[str, Any] = {"tasks": sum(by["track"].values())}
     counts.update({f"by_{key}": dict(sorted(counter.items())) for key, counter in by.items()})
     counts["newest"] = newest
+    if any(licence != "unknown" for licence in licences.values()):
+        # Only when discovery recorded one: a store without licences writes what it always did.
+        counts["licences"] = dict(sorted(licences.items()))
     return counts
 
 
@@ -575,10 +580,11 @@ def _card(manifest: dict[str, Any], options: ExportOptions) -> str:
         "",
         "## Licences",
         "",
-        "Each repository's licence as recorded when mined: `unknown` unless recorded.",
+        "Each repository's licence (SPDX id) as `coevo discover` found it: `unknown` unless recorded.",
         "",
     ]
-    lines += [f"- {name}: unknown" for name in counts["by_repository"]] or ["- none"]
+    licences = counts.get("licences", {})
+    lines += [f"- {name}: {licences.get(name, 'unknown')}" for name in counts["by_repository"]] or ["- none"]
     lines += ["", f"## Task fields (`{TASKS_JSONL}`, `{TASKS_PARQUET}`)", ""]
     lines += [f"- `{name}`: {doc}" for name, (_, doc) in TASK_FIELDS.items()]
     lines += ["", f"## Record fields (`{RECORDS_PARQUET}`, config `records`)", ""]
@@ -797,7 +803,15 @@ def _repository(
         if session.exec(select(Repository).where(Repository.name == name)).first() is not None:
             name = f"{name}-{hashlib.sha256(str(identity).encode()).hexdigest()[:6]}"
         location = row.get("clone_url") or identity or name
-        repo = Repository(name=name, location=location, path="", identity=identity, language=row["language"])
+        licence = row.get("licence")
+        repo = Repository(
+            name=name,
+            location=location,
+            path="",
+            identity=identity,
+            language=row["language"],
+            licence=None if licence in (None, "unknown") else licence,
+        )
         session.add(repo)
         session.flush()
         report.repositories_added += 1

@@ -28,7 +28,8 @@ from miner import (
     clone_path,
     discover,
 )
-from tasks import DiscoveredRepository, Repository, Store, open_store
+from tasks import DiscoveredRepository, ExportOptions, Repository, Store, Task, Track, open_store
+from tasks.snapshot import _card, task_snapshot_row
 
 from .github_fake import NOW, FakeClock, FakeGitHub, FakeRepo, Reply, serve
 
@@ -416,3 +417,24 @@ def test_the_cli_discovers_as_json(fake: FakeGitHub, tmp_path: Path) -> None:
     assert (
         broken.stderr.startswith("error: GET /search/repositories?q=") and "malformed JSON" in broken.stderr
     )
+
+
+def test_a_snapshot_row_and_card_show_the_discovered_licence() -> None:
+    repo = Repository(name="busy", location="https://github.com/acme/busy.git", path="", language="java")
+    task = Task(
+        id="t1", track=Track.GENERATION, language="java", repository_id=1, repository="busy", pair_id=1,
+        rev1="a", rev2="b", test_file="src/test/java/FooTest.java", given_recorded=True, given_test_file="",
+    )  # fmt: skip
+    assert task_snapshot_row(task, repo, None)["licence"] == "unknown"
+    repo.licence = "Apache-2.0"
+    assert task_snapshot_row(task, repo, None)["licence"] == "Apache-2.0"
+    by = {
+        "by_track": {},
+        "by_language": {},
+        "by_repository": {"busy": 1, "lazy": 1},
+        "by_half_year": {},
+        "by_status": {},
+    }
+    counts = {"tasks": 2, "records": 0, **by, "licences": {"busy": "Apache-2.0", "lazy": "unknown"}}
+    card = _card({"name": "s", "counts": counts, "window": {"since": None, "until": None}}, ExportOptions())
+    assert "- busy: Apache-2.0\n- lazy: unknown\n" in card
