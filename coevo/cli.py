@@ -1621,7 +1621,15 @@ def schedule_list(db: str | None, as_json: bool) -> None:
     """
     views = miner.list_schedules(_store(db, write=False))
     if as_json:
-        click.echo(json.dumps([_jsonable(dataclasses.asdict(v)) for v in views], indent=2))
+        rows = [
+            {
+                **dataclasses.asdict(v),
+                "next_run": v.next_run.isoformat() if v.next_run else None,
+                "last_started": v.last_started.isoformat() if v.last_started else None,
+            }
+            for v in views
+        ]
+        click.echo(json.dumps(rows, indent=2))
         return
     if not views:
         out.print("no schedules yet: coevo schedule add NAME --cron EXPR --repos FILE", highlight=False)
