@@ -551,3 +551,59 @@ class HttpCache(SQLModel, table=True):
     link: str | None = None
     """The answer's ``Link`` header: a 304 does not always repeat where the next page is."""
     fetched_at: datetime | None = _aware(now=True)
+
+
+class CycleStatus(StrEnum):
+    """The fate of one scheduled cycle; ``skipped`` means another cycle of its schedule still ran."""
+
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+    SKIPPED = "skipped"
+
+
+class Schedule(SQLModel, table=True):
+    """A recurring pipeline run (``coevo schedule add``): what it mines, when, and how.
+
+    Its timing also lives in APScheduler's job store (``apscheduler_jobs``, same database, job id =
+    the name); this row is what a cycle reads to know what to do.
+    """
+
+    id: int | None = Field(default=None, primary_key=True)
+    name: str = Field(index=True, unique=True)
+    cron: str | None = None
+    """A crontab expression (minute hour day month weekday), read in UTC; None with ``every``."""
+    every: int | None = None
+    """Seconds between cycles instead of a cron expression (for tests and demos)."""
+    repos: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    """The repositories' locations (paths or clone URLs); empty when ``discover_language`` is set."""
+    discover_language: str | None = None
+    """Mine the repositories ``coevo discover --add`` registered for this language instead."""
+    options: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """How each cycle runs: since, curate, backend, reruns, snapshots, site, revalidate_sample
+    (see :class:`miner.ScheduleOptions`)."""
+    created_at: datetime | None = _aware(now=True)
+    claimed_at: datetime | None = _aware(nullable=True)
+    """When a cycle last started: writing it first makes cycles of one schedule start one at a time."""
+
+
+class Cycle(SQLModel, table=True):
+    """One run of a schedule's cycle: its fate, and what each repository gave."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    schedule: str = Field(index=True)
+    """The schedule's name."""
+    started_at: datetime | None = _aware(now=True)
+    finished_at: datetime | None = _aware(nullable=True)
+    status: CycleStatus = CycleStatus.RUNNING
+    owner: str = ""
+    """The process running it (:class:`~tasks.processes.Owner` token): a ``running`` cycle whose
+    owner is dead was interrupted, and the next cycle of its schedule marks it so."""
+    repositories: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """location → {commits, already_mined, pairs, candidates, labels, tasks_added, seconds, error}."""
+    snapshot: str | None = None
+    """The snapshot folder written, when the cycle added or retired tasks."""
+    site: str | None = None
+    """The site folder rendered, when it was."""
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
