@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation import RevalidateRequest, revalidate, select_tasks
+from curation import RevalidateRequest, health_verdict, revalidate, select_tasks
+from curation.matrix import Cell
+from runners.revisions import BuiltRevision
 from tasks import HealthCheck, Task, TaskStatus, Track, open_store
 from tests.coevo.test_browse import coevo
 from tests.curation.small import mined_and_curated
@@ -151,3 +153,34 @@ def test_samples_rotate_through_every_task(curated: tuple[Path, Path, str]) -> N
     assert sorted(seen) == sorted([task_id, f"{task_id}-copy1", f"{task_id}-copy2"])
     (again,) = select_tasks(store, request)
     assert again.id == seen[0]  # all checked: the least recently checked comes round again
+
+
+def _cell(*runs: str, message: str = "") -> Cell:
+    cell = Cell(list(runs))
+    cell.message = message
+    return cell
+
+
+@pytest.mark.parametrize(
+    ("cells", "expected"),
+    [
+        ({"m": {"NN": _cell("pass", "pass"), "NO": _cell("fail", "error")}}, "flaky"),
+        ({"m": {"NN": _cell("pass", "fail"), "NO": _cell("fail", "fail")}}, "flaky"),
+        ({"m": {"NN": _cell("timeout"), "NO": _cell("fail")}}, "timeout"),
+        ({"m": {"NN": _cell("error", message="E   boom"), "NO": _cell("fail")}}, "gold_fails_on_new"),
+        ({"m": {"NN": _cell("pass"), "NO": _cell("pass")}}, "gold_passes_on_old"),
+        ({"m": {"NN": _cell("pass"), "NO": _cell("skipped")}}, "gold_passes_on_old"),
+        ({"m": {"NN": _cell("pass"), "NO": _cell("compile_error")}}, ""),
+    ],
+)
+def test_health_verdict_checks_in_order(cells: dict[str, dict[str, Cell]], expected: str) -> None:
+    built = BuiltRevision("0" * 40, "ok", "")
+    health = health_verdict(Track.GENERATION, built, built, cells)
+    assert (health.ok, health.reason) == (expected == "", expected)
+
+
+def test_a_build_that_fails_now_is_build_failed() -> None:
+    broken = BuiltRevision("1" * 40, "failed", "ERROR: No matching distribution found for gone==1.0")
+    health = health_verdict(Track.UPDATE, broken, None, {})
+    assert (health.ok, health.reason) == (False, "build_failed")
+    assert health.message.startswith("rev2 1111111111 failed: ERROR: No matching distribution")
