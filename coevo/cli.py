@@ -40,6 +40,7 @@ from tasks import (
     Cycle,
     CycleStatus,
     ExportOptions,
+    HealthCheck,
     MiningRun,
     Repository,
     SnapshotInfo,
@@ -511,6 +512,97 @@ def funnel_command(repo: str | None, db: str | None, as_json: bool) -> None:
         out.print()
 
 
+_INCLUDE_QUARANTINED = click.option(
+    "--include-quarantined",
+    is_flag=True,
+    help="Keep quarantined tasks (whose gold no longer behaves as curated; see coevo revalidate).",
+)
+
+
+@app.command("revalidate")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=curation.DEFAULT_SAMPLE,
+    show_default=True,
+    help="Check this many tasks, those checked least recently first.",
+)
+@click.option("--all", "everything", is_flag=True, help="Check every active and quarantined task.")
+@click.option("--repo", help="Only this repository's tasks (its name).")
+@click.option(
+    "--reruns",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Runs of the gold methods; runs that disagree make the task flaky.",
+)
+@click.option(
+    "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
+)
+@_BACKEND
+@_BASE_IMAGE
+@_common
+def revalidate_command(
+    sample: int,
+    everything: bool,
+    repo: str | None,
+    reruns: int,
+    test_timeout: float,
+    backend: str,
+    base_images: tuple[str, ...],
+    db: str | None,
+    as_json: bool,
+) -> None:
+    """Rebuild tasks afresh and re-run their gold: quarantine the tasks that rotted, restore the healed.
+
+    Example: coevo revalidate --sample 20 --backend docker
+    """
+    request = curation.RevalidateRequest(
+        sample=sample,
+        all=everything,
+        repository=repo,
+        reruns=reruns,
+        backend=_backend(backend, _CURATING_RISK),
+        test_timeout=test_timeout,
+        base_images=_base_images(base_images),
+    )
+    store = _store(db, write=True)
+    with _bar(as_json) as (start, advance):
+        progress = curation.RevalidateProgress(
+            start=lambda total: start("revalidating", total, "tasks"), advance=lambda _check: advance(1)
+        )
+        report = curation.revalidate(store, request, progress)
+    if as_json:
+        click.echo(json.dumps(report.as_json(), indent=2))
+    else:
+        for check in report.checks:
+            out.print(f"{check.task_id}  {_health_word(check, report)}", highlight=False)
+        inconclusive = sum(check.ok is None for check in report.checks)
+        ok = sum(bool(check.ok) for check in report.checks)
+        out.print(
+            f"revalidation: {len(report.checks)} tasks checked — {ok} ok, {len(report.quarantined)} "
+            f"quarantined, {len(report.restored)} restored, {inconclusive} inconclusive",
+            highlight=False,
+        )
+    for task, message in sorted(report.errors.items()):
+        err.print(f"error: task {task}: {cause_line(message)}", highlight=False)
+    if report.stopped:
+        err.print(f"error: {cause_line(report.stopped)} — revalidation stopped", highlight=False)
+    if report.errors or report.stopped:
+        raise SystemExit(1)
+
+
+def _health_word(check: HealthCheck, report: curation.RevalidateReport) -> str:
+    """``ok``, ``restored``, ``quarantined: <reason>``, ``still quarantined: …`` or ``inconclusive: …``."""
+    why = f"{check.reason}: {cause_line(check.message)}" if check.message else check.reason
+    if check.ok is None:
+        return _visible(f"inconclusive: {why}")
+    if check.ok:
+        return "restored" if check.task_id in report.restored else "ok"
+    state = "quarantined" if check.task_id in report.quarantined else f"still {check.status}"
+    return _visible(f"{state}: {why}")
+
+
 @app.command("discover")
 @click.option(
     "--language", type=click.Choice(["java", "python"]), required=True, help="The language to search for."
@@ -682,6 +774,7 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
     help="Read repository NAME's history from this clone (repeatable); without it a repository with "
     "no history here is cloned from its recorded URL into $COEVO_CLONES.",
 )
+@_INCLUDE_QUARANTINED
 @_BACKEND
 @_common
 def score_command(
@@ -696,6 +789,7 @@ def score_command(
     trust_agent: bool,
     test_timeout: float,
     repo_dirs: tuple[str, ...],
+    include_quarantined: bool,
     backend: str,
     db: str | None,
     as_json: bool,
@@ -713,7 +807,12 @@ def score_command(
     agent = find_agent(agent_name, agents_file, agent_cmd)
     cutoff = parse_date(after, "--after")
     store = _store(db, write=True)
-    options = ScoreOptions(test_timeout=test_timeout, trust_host=trust_agent, repo_dirs=_repo_dirs(repo_dirs))
+    options = ScoreOptions(
+        test_timeout=test_timeout,
+        trust_host=trust_agent,
+        repo_dirs=_repo_dirs(repo_dirs),
+        include_quarantined=include_quarantined,
+    )
     runs = "each repository's code" + ("" if agent.builtin else f" and agent {agent.name}")
     resolved = _backend(
         backend,
@@ -1100,6 +1199,8 @@ def _task_lines(details: TaskDetails) -> Iterator[Text]:
         return moment.isoformat() if moment else "-"
 
     yield field("task", f"{task.id} ({task.track}, {task.language}, {task.status})")
+    if task.status == TaskStatus.QUARANTINED and task.quarantine_reason:
+        yield field("quarantined", task.quarantine_reason)
     identity = f" [{repo.identity or 'identity not known yet'}] from {repo.location}" if repo else ""
     yield field("repository", f"{task.repository}{identity}")
     yield field("date", f"{when(task.rev2_date)} (rev2's commit date)")
@@ -1176,6 +1277,15 @@ def _task_lines(details: TaskDetails) -> Iterator[Text]:
         scored = ", ".join(f"{run.agent} ({run.status})" for run in details.runs)
         yield field("agent runs", f"{scored}; coevo show-run AGENT {task.id} shows one")
 
+    yield Text("\nhealth (re-validations, newest first: date, verdict, reason, cause)")
+    for check in details.health:
+        verdict = {True: "ok", False: "not ok", None: "inconclusive"}[check.ok]
+        reason = f"  {check.reason}" if check.reason else ""
+        cause = f"  {cause_line(check.message)}" if check.message else ""
+        yield Text(_visible(f"  {when(check.checked_at)}  {verdict}{reason}{cause}  → {check.status}"))
+    if not details.health:
+        yield Text("  never re-validated (coevo revalidate)")
+
     files = sorted({task.test_file, task.old_test_file or task.test_file})
     yield Text(_visible(f"\n--- gold test diff ({', '.join(files)}) ---"))
     yield _diff(task.gold_patch)
@@ -1214,6 +1324,7 @@ def _diff(diff: str) -> Text:
               help="The folder that holds the snapshots.")  # fmt: skip
 @click.option("--format", "formats", multiple=True, type=click.Choice(["swebench"]),
               help="Also write rows in this shape (swebench: SWE-bench-style harness inputs).")  # fmt: skip
+@_INCLUDE_QUARANTINED
 @_common
 def export_command(
     since: str | None,
@@ -1223,6 +1334,7 @@ def export_command(
     repos: tuple[str, ...],
     out: Path,
     formats: tuple[str, ...],
+    include_quarantined: bool,
     db: str | None,
     as_json: bool,
 ) -> None:
@@ -1237,6 +1349,7 @@ def export_command(
         languages=languages,
         repositories=repos,
         swebench="swebench" in formats,
+        include_quarantined=include_quarantined,
     )
     info = export(_store(db, write=False), out, options)
     _print_snapshots([info], as_json, single=True)

@@ -11,20 +11,38 @@ from .curate import (
     task_id,
 )
 from .funnel import Funnel, funnel
+from .revalidate import (
+    DEFAULT_SAMPLE,
+    Health,
+    RevalidateProgress,
+    RevalidateReport,
+    RevalidateRequest,
+    health_verdict,
+    revalidate,
+    select_tasks,
+)
 
 __all__ = [
     "DEFAULT_MAX_SPAN_HOURS",
+    "DEFAULT_SAMPLE",
     "FAILING",
     "TRACKS",
     "CurateProgress",
     "CurateReport",
     "CurateRequest",
     "Funnel",
+    "Health",
+    "RevalidateProgress",
+    "RevalidateReport",
+    "RevalidateRequest",
     "Verdict",
     "cells_for",
     "classify",
     "curate",
     "curate_pair",
     "funnel",
+    "health_verdict",
+    "revalidate",
+    "select_tasks",
     "task_id",
 ]

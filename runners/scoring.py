@@ -111,6 +111,9 @@ class ScoreOptions:
     """Where a repository's history is, by its name, over the store's path (``--repo-dir``)."""
     clone_root: Path | None = None
     """Where a repository with no history here is cloned from its URL (None: ``$COEVO_CLONES``)."""
+    include_quarantined: bool = False
+    """Score quarantined tasks too (``--include-quarantined``): by default only active ones, as a
+    task whose gold no longer behaves as curated cannot judge an agent."""
 
 
 # --- the agent's run -------------------------------------------------------------------------------
@@ -433,12 +436,38 @@ def check_gold(
     return GoldCheck(task_id=task.id, environment=environment, ok=True, undetecting=undetecting)
 
 
+@dataclass(frozen=True)
+class GoldRun:
+    """One run of a task's gold methods in judge trees: each runnable id's result on rev2, and on
+    rev1 for generation (None for update)."""
+
+    on_new: Mapping[str, TestResult]
+    on_old: Mapping[str, TestResult] | None
+
+
+def run_gold(
+    task: Task, new: BuiltRevision, old: BuiltRevision | None, repo_path: Path, scratch: Path, timeout: float
+) -> GoldRun:
+    """Runs the developer's test file's task methods once on rev2 (and rev1 when ``old`` is
+    given), each in a fresh judge tree under ``scratch``, exactly as an agent's file is run."""
+    gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
+    given = reset_test_file(task, repo_path)
+    ids = list(task.test_ids)
+    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-new")) as side:
+        on_new = {r.test: r for r in side.run_cross(task.test_file, gold, ids, "gold", timeout).results}
+    on_old = None
+    if old is not None:
+        with _closing(_judge_side(task, old, repo_path, given, scratch / "gold-old")) as side:
+            on_old = {r.test: r for r in side.run_cross(task.test_file, gold, ids, "gold", timeout).results}
+    return GoldRun(on_new, on_old)
+
+
 def _gold_holds(
     task: Task, new: BuiltRevision, old: BuiltRevision | None, repo_path: Path, scratch: Path, timeout: float
 ) -> tuple[bool, str]:
+    ids = dict(zip(task.test_methods, task.test_ids, strict=True))
     gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
     given = reset_test_file(task, repo_path)
-    ids = dict(zip(task.test_methods, task.test_ids, strict=True))
     with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-new")) as side:
         on_new = {
             r.test: r
@@ -547,6 +576,28 @@ def _outcome(
 # --- one task, one agent ------------------------------------------------------------------------------
 
 
+def build_task_revisions(
+    task: Task, repo: Repository, options: ScoreOptions, root: Path, repo_path: Path
+) -> tuple[BuiltRevision, BuiltRevision | None]:
+    """rev2 (and rev1, for generation) built under ``root`` as the task was curated: with each
+    revision's recorded build choices and environment (rev2's is the task's EnvSpec pins; rev1
+    may have resolved other versions), so a score or a re-validation means the same thing later."""
+    pins = tuple((task.env_spec or {}).get("pins") or ())
+
+    def built(sha: str, name: str) -> BuiltRevision:
+        record = (task.build_records or {}).get(name, ())
+        own = tuple((task.installed or {}).get(name) or ()) if pins and name != "rev2" else ()
+        return prepare_revision(
+            root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
+            options.base_images, options.build_timeout, [task.test_file],
+            [BuildChoice(**choice) for choice in record], own or pins,
+        )  # fmt: skip
+
+    new = built(task.rev2, "rev2")
+    old = built(task.rev1, "rev1") if task.track == Track.GENERATION else None
+    return new, old
+
+
 def score_task(
     task: Task,
     repo: Repository,
@@ -568,21 +619,7 @@ def score_task(
     run = AgentRun(task_id=task.id, agent=agent.name, model=agent.model, model_cutoff=agent.cutoff)
     repo_path = repo_path or Path(repo.path)
 
-    # The environment recorded when the task was curated, so a score means the same thing later:
-    # each revision's own (rev2's is the task's EnvSpec pins; rev1 may have resolved other versions).
-    pins = tuple((task.env_spec or {}).get("pins") or ())
-
-    def built(sha: str, name: str) -> BuiltRevision:
-        record = (task.build_records or {}).get(name, ())
-        own = tuple((task.installed or {}).get(name) or ()) if pins and name != "rev2" else ()
-        return prepare_revision(
-            root, repo_path, sha, repo.language, options.backend, tuple(repo.build_args),
-            options.base_images, options.build_timeout, [task.test_file],
-            [BuildChoice(**choice) for choice in record], own or pins,
-        )  # fmt: skip
-
-    new = built(task.rev2, "rev2")
-    old = built(task.rev1, "rev1") if task.track == Track.GENERATION else None
+    new, old = build_task_revisions(task, repo, options, root, repo_path)
     broken = [b for b in (new, old) if b is not None and b.status != "ok"]
     if broken:
         message = in_context(f"{broken[0].sha[:10]} {broken[0].status}", broken[0].message)
@@ -653,12 +690,16 @@ def _finish(
     return run
 
 
-def active_tasks_after(tasks: Sequence[Task], after: Any, track: str | None) -> list[Task]:
-    """The active tasks dated strictly after ``after`` (a datetime or None), of ``track``."""
+def active_tasks_after(
+    tasks: Sequence[Task], after: Any, track: str | None, include_quarantined: bool = False
+) -> list[Task]:
+    """The active tasks (and quarantined ones, with ``include_quarantined``) dated strictly after
+    ``after`` (a datetime or None), of ``track``."""
+    wanted = {TaskStatus.ACTIVE, TaskStatus.QUARANTINED} if include_quarantined else {TaskStatus.ACTIVE}
     return [
         t
         for t in tasks
-        if t.status == TaskStatus.ACTIVE
+        if t.status in wanted
         and (after is None or (t.rev2_date is not None and t.rev2_date > after))
         and (track is None or str(t.track) == track)
     ]
@@ -687,7 +728,8 @@ def score(
     redo: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> ScoreReport:
-    """Scores ``agent`` on every active task dated after the cutoff; finished pairs are kept.
+    """Scores ``agent`` on every active task dated after the cutoff (quarantined ones too with
+    ``options.include_quarantined``); finished pairs are kept.
 
     The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff. Before
     anything runs or is stored, an agent that would run or be judged on the host untrusted, or
@@ -708,7 +750,10 @@ def score(
         raise BadAgent(f"agent {agent.name} declares no cutoff: give --after DATE instead")
     with store.session() as session:
         tasks = active_tasks_after(
-            session.exec(select(Task).order_by(col(Task.rev2_date))).all(), cutoff, track
+            session.exec(select(Task).order_by(col(Task.rev2_date))).all(),
+            cutoff,
+            track,
+            options.include_quarantined,
         )
         done = set(session.exec(select(AgentRun.task_id).where(AgentRun.agent == agent.name)).all())
         if redo:  # the tasks in scope run again; each old run goes when its new one is stored

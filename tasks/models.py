@@ -423,6 +423,9 @@ class Task(SQLModel, table=True):
     mined_at: datetime | None = _aware(nullable=True)
     curated_at: datetime | None = _aware(now=True)
     status: TaskStatus = TaskStatus.ACTIVE
+    quarantine_reason: str | None = None
+    """Why re-validation quarantined it (``gold_fails_on_new: …``, its last check's reason and first
+    cause line); None while it behaves as curated (:class:`HealthCheck` keeps every check)."""
     given_test_file: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     """The test file the agent starts from, as an imported snapshot carried it (None: the agent
     writes the whole file); read only when ``given_recorded``, else built from the repository."""
@@ -508,6 +511,31 @@ class GoldCheck(SQLModel, table=True):
     success does not ask an agent's method for what the developer's own did not do. None: not
     measured (a check stored before this was)."""
     checked_at: datetime | None = _aware(now=True)
+
+
+class HealthCheck(SQLModel, table=True):
+    """One re-validation of a task (``coevo revalidate``): its revisions rebuilt afresh and its gold
+    methods run again, and whether they still behave as curated. Every check is kept: the task's
+    health history."""
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    checked_at: datetime | None = _aware(now=True, index=True)
+    ok: bool | None = None
+    """True: the gold behaves as curated; False: it does not (the task is quarantined); None:
+    inconclusive — coevo's own fault (no Docker daemon), never a verdict on the task."""
+    reason: str = ""
+    """Why not, as a short code: ``gold_fails_on_new``, ``gold_passes_on_old``, ``flaky``,
+    ``timeout``, ``build_failed``, ``env_failed``, ``infrastructure``; empty when ok."""
+    message: str = Field(default="", sa_column=Column(Text, nullable=False))
+    """The evidence in words, its first line naming the cause (bounded)."""
+    cells: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    """Per test method, ``NN`` (and ``NO`` for generation) → ``{"outcome", "runs", "message"}``."""
+    backend: str = ""
+    environment: str = ""
+    """The judging environment's key (as for :class:`GoldCheck`); empty when nothing was built."""
+    status: TaskStatus = TaskStatus.ACTIVE
+    """The task's status after this check."""
 
 
 class DiscoveredRepository(SQLModel, table=True):

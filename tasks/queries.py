@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -18,6 +18,7 @@ from .models import (
     Candidate,
     CurationRecord,
     FocalLink,
+    HealthCheck,
     MethodChange,
     Repository,
     RevisionPair,
@@ -230,6 +231,8 @@ class TaskDetails:
     records: dict[str, CurationRecord]
     """Test method → its curation record (label, and what decided it)."""
     runs: list[AgentRun]
+    health: list[HealthCheck] = field(default_factory=list)
+    """Its re-validations (``coevo revalidate``), newest first."""
 
     def as_json(self) -> dict[str, Any]:
         """Every field of the task, and the rest without its bulky duplicates (the pair's diff)."""
@@ -247,6 +250,7 @@ class TaskDetails:
                 run.model_dump(mode="json", include={"agent", "model", "status", "finished_at"})
                 for run in self.runs
             ],
+            "health": [check.model_dump(mode="json", exclude={"id", "task_id"}) for check in self.health],
         }
 
 
@@ -276,4 +280,11 @@ def task_details(store: Store, identifier: str) -> TaskDetails:
             pair=session.get(RevisionPair, task.pair_id),
             records={candidate.test_method: record for record, candidate in records},
             runs=list(runs.all()),
+            health=list(
+                session.exec(
+                    select(HealthCheck)
+                    .where(HealthCheck.task_id == task.id)
+                    .order_by(col(HealthCheck.checked_at).desc(), col(HealthCheck.id).desc())
+                ).all()
+            ),
         )

@@ -117,15 +117,21 @@ class ExportOptions:
     languages: tuple[str, ...] = ()
     repositories: tuple[str, ...] = ()
     swebench: bool = False
+    include_quarantined: bool = False
+    """Keep quarantined tasks (``--include-quarantined``); by default a snapshot leaves them out,
+    and its changelog lists one the previous snapshot held as retired, with its reason."""
 
     def as_json(self) -> dict[str, Any]:
+        filters: dict[str, Any] = {
+            "tracks": sorted(self.tracks),
+            "languages": sorted(self.languages),
+            "repositories": sorted(self.repositories),
+        }
+        if self.include_quarantined:  # only when asked: earlier manifests keep their selection
+            filters["include_quarantined"] = True
         return {
             "window": {"since": _iso(self.since), "until": _iso(self.until)},
-            "filters": {
-                "tracks": sorted(self.tracks),
-                "languages": sorted(self.languages),
-                "repositories": sorted(self.repositories),
-            },
+            "filters": filters,
             "formats": ["coevo", "swebench"] if self.swebench else ["coevo"],
         }
 
@@ -188,7 +194,8 @@ def export_snapshot(
             "counts": counts,
         }
         previous = _previous(parent, name, end, _selection(manifest))
-        (staging / CHANGELOG).write_text(_changelog(staging, previous, name), encoding="utf-8")
+        changelog = _changelog(staging, previous, name, _quarantine_reasons(store))
+        (staging / CHANGELOG).write_text(changelog, encoding="utf-8")
         (staging / CARD).write_text(_card(manifest, options), encoding="utf-8")
         files.update({n: _file_entry(staging / n) for n in (CARD, CHANGELOG)})
         manifest["files"] = dict(sorted(files.items()))
@@ -303,6 +310,8 @@ def _task_rows(session: Session, options: ExportOptions, given: GivenFile | None
     )
     if options.tracks:
         query = query.where(col(Task.track).in_(options.tracks))
+    if not options.include_quarantined:
+        query = query.where(col(Task.status) != TaskStatus.QUARANTINED)
     for task, repo in session.exec(query.execution_options(yield_per=_BATCH)):
         yield task_snapshot_row(task, repo, given)
 
@@ -508,7 +517,18 @@ def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
     return StoreChanges(newest, tuple(sorted(now - before)), tuple(sorted(before - now)))
 
 
-def _changelog(folder: Path, previous: Path | None, name: str) -> str:
+def _quarantine_reasons(store: Store) -> dict[str, str]:
+    """Each quarantined task's id → ``quarantined: <its reason>`` (``quarantined`` without one)."""
+    with store.session() as session:
+        rows = session.exec(
+            select(Task.id, Task.quarantine_reason).where(col(Task.status) == TaskStatus.QUARANTINED)
+        ).all()
+    return {i: f"quarantined: {reason}" if reason else "quarantined" for i, reason in rows}
+
+
+def _changelog(folder: Path, previous: Path | None, name: str, quarantined: dict[str, str]) -> str:
+    """The snapshot's changes against ``previous``; a task it held that is now quarantined
+    (``quarantined``: id → why) is retired with the reason, whether or not this one keeps it."""
     if previous is None:
         return (
             f"# Changelog of {name}\n\n"
@@ -521,7 +541,9 @@ def _changelog(folder: Path, previous: Path | None, name: str) -> str:
     for task_id, (status, _) in sorted(before.items()):
         if status != active:
             continue
-        if task_id not in now:
+        if task_id in quarantined and (task_id not in now or now[task_id][0] != active):
+            retired.append(f"- {task_id}: {quarantined[task_id]}")
+        elif task_id not in now:
             retired.append(f"- {task_id}: no longer in the store or the window")
         elif now[task_id][0] != active:
             retired.append(f"- {task_id}: {now[task_id][0]}")
@@ -747,6 +769,8 @@ def import_snapshot(store: Store, folder: Path) -> ImportReport:
             if task is not None:
                 if str(task.status) != row["status"]:
                     task.status = TaskStatus(row["status"])
+                    if task.status != TaskStatus.QUARANTINED:
+                        task.quarantine_reason = None
                     session.add(task)
                     report.statuses_changed += 1
                 else:

@@ -211,7 +211,7 @@ def test_changelog_lists_added_and_retired(curated: Curated, tmp_path: Path) -> 
             "2",
             str(json.loads((first / "manifest.json").read_text())["counts"]["records"]),
         ],
-        [str(second), "2026-09-03", "3", lines[2].split()[3]],
+        [str(second), "2026-09-03", "2", lines[2].split()[3]],  # the quarantined task left out
     ]
     assert json.loads((second / "manifest.json").read_text())["content_hash"] in lines[2]
 
@@ -240,7 +240,7 @@ def test_import_round_trip_is_idempotent_and_updates_statuses(curated: Curated, 
         assert task is not None
         task.status = TaskStatus.QUARANTINED
         s.add(task)
-    newer = export(newer_db, tmp_path / "three")
+    newer = export(newer_db, tmp_path / "three", "--include-quarantined")  # else it is left out
     moved = coevo("import", str(newer), "--db", str(db))
     assert moved.stdout.startswith("0 tasks added, 1 statuses changed, 2 unchanged"), moved.stdout
     with open_store(db).session() as s:
