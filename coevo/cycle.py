@@ -3,8 +3,9 @@
 For each repository, in turn: clone it when new or fetch its mirror, mine from its watermark,
 curate the new pairs (:func:`~coevo.pipeline.run_pipeline` on that one repository, so a failing
 repository is recorded and the next one goes on). Then re-validate a rotating sample of existing
-tasks, and, when tasks were added or retired since the newest snapshot, export a snapshot and
-render the site. Every step is logged (logger ``coevo.schedule``) and the cycle recorded.
+tasks (``--revalidate N``), and, when tasks were added or retired since the newest snapshot,
+export a snapshot and render the site. Every step is logged (logger ``coevo.schedule``) and the
+cycle recorded.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 from sqlalchemy import func
 from sqlmodel import select
 
-from curation import CurateRequest
+from curation import CurateRequest, RevalidateRequest, revalidate
 from miner import ScheduleOptions, begin_cycle, get_schedule, save_cycle, schedule_locations
 from runners import cause_line
 from tasks import CoevoError, Cycle, CycleStatus, Store, Task, open_store, utcnow
@@ -56,8 +57,9 @@ def _run(store: Store, name: str) -> Cycle:
             cycle.repositories = {**cycle.repositories, location: _repository_step(store, location, options)}
             save_cycle(store, cycle)
             log.info("%s: %s", name, repository_line(location, cycle.repositories[location]))
-        notes += _revalidate(store, options)
-        _release(store, options, cycle, notes)
+        revalidated, statuses_changed = _revalidate(store, options)
+        notes += revalidated
+        _release(store, options, cycle, notes, statuses_changed)
     except KeyboardInterrupt:
         cycle.status, cycle.message = (
             CycleStatus.INTERRUPTED,
@@ -115,23 +117,31 @@ def _task_count(store: Store) -> int:
         return session.exec(select(func.count()).select_from(Task)).one()
 
 
-def _revalidate(store: Store, options: ScheduleOptions) -> list[str]:
-    """Re-validates a rotating sample of existing tasks (``revalidate_sample`` of them), retiring
-    those that no longer hold; skipped when the sample is 0/None.
-
-    Wired after merge: ``curation.revalidate(store, RevalidateRequest(sample=N, ...))`` is being
-    built beside this; until then a requested sample is noted in the cycle's message, not run.
-    """
+def _revalidate(store: Store, options: ScheduleOptions) -> tuple[list[str], bool]:
+    """Re-validates a rotating sample of existing tasks (``revalidate_sample`` of them, the least
+    recently checked first: :func:`curation.revalidate`), quarantining those whose gold no longer
+    behaves as curated and restoring those that heal; skipped when the sample is 0 or None.
+    Returns the cycle's notes and whether any task changed status."""
     if not options.revalidate_sample:
-        return []
-    log.info("revalidation: %d tasks asked for; not available in this build yet", options.revalidate_sample)
-    return [f"revalidation of {options.revalidate_sample} tasks not available yet"]
+        return [], False
+    sample, reruns = options.revalidate_sample, options.reruns
+    report = revalidate(store, RevalidateRequest(sample=sample, reruns=reruns, backend=options.backend))
+    note = (
+        f"revalidation: {len(report.checks)} checked, {len(report.quarantined)} quarantined, "
+        f"{len(report.restored)} restored"
+    )
+    if report.stopped:
+        note += f" (stopped: {cause_line(report.stopped)})"
+    log.info("%s", note)
+    return [note], bool(report.quarantined or report.restored)
 
 
-def _release(store: Store, options: ScheduleOptions, cycle: Cycle, notes: list[str]) -> None:
+def _release(
+    store: Store, options: ScheduleOptions, cycle: Cycle, notes: list[str], statuses_changed: bool = False
+) -> None:
     """Writes a snapshot and renders the site when the store gained or retired tasks since the
-    newest snapshot (the site also when it was never rendered)."""
-    changed = any(result.get("tasks_added") for result in cycle.repositories.values())
+    newest snapshot (the site also when it was never rendered, or when a task changed status)."""
+    changed = statuses_changed or any(result.get("tasks_added") for result in cycle.repositories.values())
     if options.snapshots is not None:
         try:
             changes, snapshot = snapshot_if_changed(store, Path(options.snapshots))

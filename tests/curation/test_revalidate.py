@@ -93,8 +93,15 @@ def test_a_task_whose_gold_reads_a_removed_file_is_quarantined_then_restored(
     assert scored.returncode == 0, scored.stderr
     assert json.loads(scored.stdout)["scored"] == 0
 
+    # A schedule's cycle re-validates too (--revalidate N): the healed task is restored there.
     data.write_text("3\n")
-    assert _revalidate(db)["restored"] == [task_id]
+    (tmp_path / "repos.txt").write_text("calc\n")
+    every = ("--every", "3600", "--repos", str(tmp_path / "repos.txt"), "--no-curate", "--revalidate", "5")
+    added = coevo("schedule", "add", "live", *every, "--backend", "local", "--reruns", "1", "--db", str(db))
+    assert added.returncode == 0, added.stderr
+    cycle = coevo("schedule", "run", "live", "--db", str(db))
+    assert cycle.returncode == 0, cycle.stderr
+    assert "revalidation: 1 checked, 0 quarantined, 1 restored" in cycle.stdout + cycle.stderr
     with open_store(db).session() as s:
         task = s.get(Task, task_id)
         assert task is not None and task.status == TaskStatus.ACTIVE and task.quarantine_reason is None
