@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import miner
-from tasks import Cycle, CycleStatus, Owner, open_store
+from tasks import Cycle, CycleStatus, DiscoveredRepository, Owner, open_store
 from tests.gitrepo import GitRepo
 
 _EXE = Path(sys.executable).parent / "coevo"
@@ -142,3 +142,28 @@ def test_a_cycle_skips_while_another_of_its_schedule_runs_and_takes_over_from_a_
     statuses = {c.id: c.status for c in miner.list_cycles(store)}
     store.close()
     assert statuses == {1: CycleStatus.INTERRUPTED, 2: CycleStatus.SKIPPED, 3: CycleStatus.COMPLETED}
+
+
+def test_a_discovery_schedule_mines_the_registered_repositories_of_its_language(tmp_path: Path) -> None:
+    """`--discover python`: each cycle mines the clone URLs `coevo discover --add` registered (here
+    file:// URLs standing for GitHub's), not the rejected ones nor another language's."""
+    for name in ("kept", "rejected", "javaish"):
+        _repo(tmp_path / "remotes" / name)
+    store = open_store(tmp_path / "coevo.db")
+    with store.session() as session:
+        for name, language, registered in (("kept", "python", True), ("rejected", "python", False),
+                                           ("javaish", "java", True)):  # fmt: skip
+            session.add(
+                DiscoveredRepository(
+                    full_name=f"acme/{name}", clone_url=f"file://{tmp_path / 'remotes' / name}",
+                    language=language, qualified=registered, registered=registered,
+                )
+            )  # fmt: skip
+    store.close()
+    add = ["schedule", "add", "found", "--every", "3600", "--discover", "python", "--no-curate"]
+    assert coevo(*add, cwd=tmp_path).returncode == 0
+    result = coevo("schedule", "run", "found", cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    [cycle] = json.loads(coevo("cycles", "--json", cwd=tmp_path).stdout)
+    assert list(cycle["repositories"]) == [f"file://{tmp_path / 'remotes' / 'kept'}"]
+    assert cycle["repositories"][f"file://{tmp_path / 'remotes' / 'kept'}"]["commits"] == 1
