@@ -876,14 +876,16 @@ def _half_year(task: Task) -> str:
     return f"{task.rev2_date.year}-H{1 + (task.rev2_date.month > 6)}" if task.rev2_date else "undated"
 
 
+def judged(run: AgentRun, rate: float) -> float | None:
+    """``rate`` over the methods the harness could judge (harness failures do not count against
+    an agent); None when it could judge none. The leaderboard and the site average these."""
+    share = 1 - run.harness_fail_rate
+    return rate / share if share > 0 else None
+
+
 def _standing(agent: str, runs: list[tuple[AgentRun, Task]]) -> Standing:
     def mean(values: Sequence[float | None]) -> float | None:
         return _mean_of(values, scale=100, digits=1)  # percent
-
-    def judged(run: AgentRun, rate: float) -> float | None:
-        """A rate over the methods the harness could judge (harness failures do not count)."""
-        share = 1 - run.harness_fail_rate
-        return rate / share if share > 0 else None
 
     groups: dict[str, dict[str, dict[str, float]]] = {}
     for name, key in (

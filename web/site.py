@@ -29,7 +29,9 @@ from pygments.lexers import DiffLexer
 from sqlmodel import col, select
 
 from curation import Funnel, funnel
+from curation.matrix import CELLS
 from runners import cause_line
+from runners.scoring import judged
 from tasks import (
     AgentRun,
     Candidate,
@@ -51,7 +53,6 @@ CHUNK_ROWS = 1000
 """Explorer rows per data file: the first paint loads one."""
 MARKER = ".coevo-site"
 """Written into the output folder: only a folder holding it is emptied before a render."""
-CELLS = ("OO", "ON", "NO", "NN")
 _CELL_MEANINGS = {
     "OO": "old test on old code",
     "ON": "old test on new code",
@@ -322,12 +323,6 @@ def _per_month(tasks: list[Task]) -> tuple[list[str], dict[str, list[int]]]:
     return months, {track: [counts[(track, m)] for m in months] for track in tracks}
 
 
-def _judged(run: AgentRun, rate: float) -> float | None:
-    """As the leaderboard does: a rate over the methods the harness could judge."""
-    share = 1 - run.harness_fail_rate
-    return rate / share if share > 0 else None
-
-
 def _contamination(
     tasks: list[Task], runs_by_task: dict[str, list[AgentRun]], agents: dict[str, dict[str, Any]]
 ) -> tuple[Markup | None, list[tuple[str, int, float, int]], list[str]]:
@@ -343,7 +338,7 @@ def _contamination(
                 continue
             cut = datetime.fromisoformat(cutoff)
             offset = (task.rev2_date.year - cut.year) * 12 + task.rev2_date.month - cut.month
-            value = _judged(run, run.success_rate)
+            value = judged(run, run.success_rate)
             if value is not None:
                 buckets[run.agent][offset].append(value)
     uncut = [name for name, agent in agents.items() if agent["cutoff"] is None]
