@@ -156,9 +156,10 @@ def _wait_for_progress(db: Path, at_least: int, timeout: float = 60) -> None:
 @pytest.mark.slow
 def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
     """A real process interrupted with SIGINT, then killed with SIGKILL, then run to the end."""
-    # Long enough that the killed run is still mining when the kill comes, however far the
-    # interrupted one got on a slow machine.
-    commits = 250
+    # Long enough that the interrupted run is still mining when a poller slowed by a loaded
+    # machine (tests run in parallel) sees its 20th commit, and the killed run still mining when
+    # the kill comes, however far the interrupted one got.
+    commits = 600
     synthetic_history(tmp_path / "synth", commits)
     db = tmp_path / "coevo.db"
 
