@@ -18,6 +18,7 @@ Example::
 
     python bench/yield.py --repos-dir /work/trials/bench-repos --results /tmp/yield --only old
     python bench/yield.py --repos-dir /work/trials/bench-repos --results /tmp/yield
+    python bench/yield.py --repos-dir /work/trials/bench-repos --results /tmp/y --until 2025-07-01 --pairs 6
 """
 
 from __future__ import annotations
@@ -191,6 +192,9 @@ def main() -> int:
     parser.add_argument("--new-ref", help="the new behaviour's coevo (default: this checkout as it is)")
     parser.add_argument("--only", choices=BEHAVIOURS, help="run one behaviour (report what is kept)")
     parser.add_argument("--pairs", type=int, help="pairs per window (default: each window's own)")
+    parser.add_argument(
+        "--until", help="end every chosen window before this date (YYYY-MM-DD) instead of its own: more pairs"
+    )
     parser.add_argument("--backend", default="docker", choices=("docker", "local"))
     parser.add_argument(
         "--windows",
@@ -207,6 +211,7 @@ def main() -> int:
     chosen = {"default": WINDOWS, "patterns": PATTERN_WINDOWS, "all": WINDOWS + PATTERN_WINDOWS}[args.windows]
     chosen = tuple(w for w in chosen if not args.window or _key(w) in args.window)
     windows = [replace(w, pairs=args.pairs) if args.pairs else w for w in chosen]
+    windows = [replace(w, until=args.until) if args.until else w for w in windows]
     measured: dict[str, dict[Window, Outcome]] = {}
     for behaviour in BEHAVIOURS:
         if args.only and behaviour != args.only:
