@@ -226,8 +226,12 @@ class CommitAnalyzer:
             deltas = method_deltas(old, new, old_path, new_path)
             if role is FileRole.PRODUCTION:
                 path = new_path or old_path or ""
-                # Code outside methods (constants, fields, module-level assignments) changes too.
-                deltas += method_deltas(_units(old), _units(new), old_path, new_path)
+                # Code outside methods (constants, fields, module-level assignments) changes too;
+                # a name a changed method binds as well (``if NEW: f = lib.f`` / ``else: def f``)
+                # is that method's change, one row per name.
+                methods = {d.key for d in deltas if d.changed}
+                units = method_deltas(_units(old), _units(new), old_path, new_path)
+                deltas += [d for d in units if d.key not in methods]
                 changed = [_FileMethod(path, old_path, d) for d in deltas if d.changed]
                 production += changed
                 if changed:

@@ -254,3 +254,27 @@ def test_parser_warnings_are_recorded_and_never_printed(tmp_path: Path) -> None:
         ("more", "calc/core.py", "syntax_warning"),
     ]
     assert all(k.detail.startswith("line 5: invalid escape sequence '\\d'") for k in notes)
+
+
+def test_a_name_bound_both_by_an_assignment_and_a_def_is_one_change(tmp_path: Path) -> None:
+    """attrs 2024 (``_compat.py``): ``if NEW: name = lib.name`` / ``else: def name(...)``, added in
+    one commit, is one changed unit of the module (the function), not two rows under one name,
+    which stopped mining with an integrity error."""
+    repo = GitRepo(tmp_path / "twice")
+    repo.commit("initial", "2024-05-01T10:00:00+00:00", {
+        "calc/core.py": "import sys\n\n\ndef double(x):\n    return x + x\n",
+    })  # fmt: skip
+    repo.commit("both", "2024-05-02T10:00:00+00:00", {
+        "calc/core.py": "import sys\n\nif sys.version_info >= (4,):\n    half = sys.half\nelse:\n\n"
+        "    def half(x):\n        return x / 2\n\n\ndef double(x):\n    return x + x\n",
+        "tests/test_core.py": "from calc.core import half\n\n\ndef test_half():\n    assert half(4) == 2\n",
+    })  # fmt: skip
+    store = open_store(tmp_path / "coevo.db")
+    assert mine(store, MineRequest(location=str(repo.path))).status == "completed"
+    with store.session() as s:
+        changes = s.exec(select(MethodChange)).all()
+        links = s.exec(select(FocalLink)).all()
+    assert sorted((c.file, c.method, c.kind, c.unit) for c in changes) == [
+        ("calc/core.py", "half", "added", "method")
+    ]
+    assert links and {link.method_change_id for link in links} == {changes[0].id}
