@@ -27,12 +27,13 @@ import re
 import selectors
 import shutil
 import socket
-import tempfile
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from tasks import InfrastructureError
 
 from .scratch import scratch_dir
 
@@ -181,10 +182,10 @@ class EgressProxy:
 
     def start(self) -> Path:
         """Starts serving; returns the folder holding the socket."""
-        folder = self.folder = _socket_folder()
+        folder = self.folder = scratch_dir("egress-")
         os.chmod(folder, 0o755)  # the container's user connects, whatever its uid
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(folder / SOCKET_NAME))
+        _bind(listener, folder)
         os.chmod(folder / SOCKET_NAME, 0o666)
         listener.listen(64)
         self._listener = listener
@@ -317,14 +318,23 @@ _SOCKET_PATH_LIMIT = 100
 """Bytes a Unix socket's path may have (the kernel's limit is 107, with its terminating zero)."""
 
 
-def _socket_folder() -> Path:
-    """A new folder for the proxy's socket: in this process's scratch folder (removed after a kill
-    by the next run), or straight in the temporary folder when that path is too long for a socket."""
-    folder = scratch_dir("egress-")
-    if len(os.fsencode(folder / SOCKET_NAME)) <= _SOCKET_PATH_LIMIT:
-        return folder
-    folder.rmdir()
-    return Path(tempfile.mkdtemp(prefix="coevo-egress-"))
+def _bind(listener: socket.socket, folder: Path) -> None:
+    """Binds ``listener`` to ``folder/proxy.sock``. When that path is too long for a socket (a
+    deep ``$TMPDIR``), it binds through the folder's descriptor (``/proc/self/fd/N/proxy.sock``),
+    so the socket is still in this process's scratch folder and removed with it after a kill."""
+    path = folder / SOCKET_NAME
+    if len(os.fsencode(path)) <= _SOCKET_PATH_LIMIT:
+        listener.bind(str(path))
+        return
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        listener.bind(f"/proc/self/fd/{descriptor}/{SOCKET_NAME}")
+    except OSError as error:
+        raise InfrastructureError(
+            f"cannot make the egress proxy's socket in {folder} ({error}): set TMPDIR to a shorter folder"
+        ) from error
+    finally:
+        os.close(descriptor)
 
 
 def relay_command() -> list[str]:

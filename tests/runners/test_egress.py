@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import http.server
+import os
 import socket
 import socketserver
+import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,7 @@ from runners.egress import (
     refused_address,
 )
 from runners.envspec import maven_download_urls
+from runners.scratch import owned_folder
 from runners.venvs import pip_urls
 from tests.runners import python_projects
 
@@ -150,11 +153,11 @@ def server() -> Iterator[int]:
     httpd.shutdown()
 
 
-def _ask(proxy: EgressProxy, request: bytes) -> bytes:
+def _ask(proxy: EgressProxy, request: bytes, address: str | None = None) -> bytes:
     assert proxy.folder is not None
     with socket.socket(socket.AF_UNIX) as client:
         client.settimeout(10)
-        client.connect(str(proxy.folder / SOCKET_NAME))
+        client.connect(address or str(proxy.folder / SOCKET_NAME))
         client.sendall(request)
         data = b""
         while chunk := client.recv(65536):
@@ -187,6 +190,28 @@ def test_the_proxy_tunnels_to_permitted_hosts_only_and_never_to_this_host(server
             b"HTTP/1.1 403"
         )
         assert len(proxy.refused) == 4
+    finally:
+        proxy.close()
+    assert not folder.exists()
+
+
+def test_a_temporary_folder_too_deep_for_a_socket_path_still_serves_from_the_scratch_folder(
+    server: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    monkeypatch.setattr(tempfile, "tempdir", str(deep))
+    proxy = EgressProxy(
+        EgressPolicy(frozenset({("localhost", server)}), frozenset({("localhost", server)})), environ={}
+    )
+    folder = proxy.start()
+    try:
+        assert len(os.fsencode(folder / SOCKET_NAME)) > 108  # too long to bind or connect to by its path
+        assert folder.parent == owned_folder() and (folder / SOCKET_NAME).is_socket()
+        monkeypatch.chdir(folder)  # the relay in a container reaches it by a path of its own
+        assert b"hello /deep" in _ask(
+            proxy, f"GET http://localhost:{server}/deep HTTP/1.0\r\n\r\n".encode(), SOCKET_NAME
+        )
     finally:
         proxy.close()
     assert not folder.exists()
