@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shlex
 import subprocess
 import tomllib
 import xml.etree.ElementTree as ET
@@ -22,7 +23,7 @@ from typing import Protocol
 from tasks import CoevoError
 
 from .pythons import RELEASES, Declared, choose_python, day_of, declared_pythons, packages_before
-from .testdeps import declared_test_installs, plugin_needs
+from .testdeps import declared_test_installs, dependency_groups, plugin_needs
 
 DEFAULT_JAVA = "17"
 DEFAULT_PYTHON = "3.11"
@@ -454,6 +455,18 @@ def _detect_python(tree: TreeReader, committed: datetime | None) -> EnvSpec:
         target = f".[{','.join(extras)}]" if extras else "."
         install.append(("-e", target))
         notes.append(f"install: pip install -e {target}")
+        groups = dependency_groups(pyproject)
+        wanted = [
+            g for g in (*_TEST_EXTRAS, *(g for d in declared_installs for g in d.groups)) if g in groups
+        ]
+        chosen = list(dict.fromkeys(wanted))
+        requirements_of_groups = tuple(dict.fromkeys(r for g in chosen for r in groups[g]))
+        if requirements_of_groups:
+            install.append(requirements_of_groups)
+            notes.append(
+                f"install: pip install {shlex.join(requirements_of_groups)} "
+                f"(pyproject.toml [dependency-groups] {', '.join(chosen)})"
+            )
     for name in requirements:
         install.append(("-r", name))
         notes.append(f"install: pip install -r {name}")

@@ -1,12 +1,14 @@
 """Test dependencies a Python revision declares outside its extras and requirement files.
 
-Projects say what their tests need in the tools that run them: tox's ``deps`` and ``extras``
-of the test environment (``tox.ini``, ``setup.cfg``'s ``[tox:tox]``, ``pyproject.toml``'s
-``[tool.tox]``, ``tox.toml``), ``session.install(...)`` calls of the nox sessions that run
-pytest (read with :mod:`ast`, never run; only literal arguments), and the ``pip install``
-lines of the CI workflow jobs that run pytest. Options of pytest's ``addopts`` (and ini keys)
-that only a plugin understands (``--asyncio-mode`` → pytest-asyncio, ``-n`` → pytest-xdist)
-name a need too: without the plugin pytest refuses to start.
+Projects say what their tests need in the tools that run them: tox's ``deps``, ``extras`` and
+``dependency_groups`` of the test environment (``tox.ini``, ``setup.cfg``'s ``[tox:tox]``,
+``pyproject.toml``'s ``[tool.tox]``, ``tox.toml``), ``session.install(...)`` calls of the nox
+sessions that run pytest (read with :mod:`ast`, never run; only literal arguments), and the
+``pip install`` lines of the CI workflow jobs that run pytest. ``pyproject.toml``'s
+``[dependency-groups]`` (PEP 735) are read here too: the tools name them (``--group tests``).
+Options of pytest's ``addopts`` (and ini keys) that only a plugin understands
+(``--asyncio-mode`` → pytest-asyncio, ``-n`` → pytest-xdist) name a need too: without the
+plugin pytest refuses to start.
 
 Everything here is read from a revision's files (:class:`~runners.envspec.TreeReader`) and
 returned as pip arguments with where they were found; nothing is built or run.
@@ -132,12 +134,39 @@ class DeclaredInstall:
     """``tox.ini [testenv] deps``, ``noxfile.py session tests``, ``.github/workflows/ci.yml job test``…"""
     extras: tuple[str, ...] = ()
     """Extras of the project itself it installs (``.[test]``, tox's ``extras``)."""
+    groups: tuple[str, ...] = ()
+    """Dependency groups of ``pyproject.toml`` it installs (``--group tests``, tox's
+    ``dependency_groups``)."""
 
 
 def declared_test_installs(tree: TreeReader) -> list[DeclaredInstall]:
     """What tox, nox and CI install for the tests, in that order, each with its origin."""
     found = [*_tox(tree), *_nox(tree), *_ci(tree)]
-    return [install for install in found if install.args or install.extras]
+    return [install for install in found if install.args or install.extras or install.groups]
+
+
+def dependency_groups(pyproject: Mapping[str, object] | None) -> dict[str, tuple[str, ...]]:
+    """``pyproject.toml``'s ``[dependency-groups]`` (PEP 735): each group's requirements, with the
+    groups it includes (``{include-group = "…"}``) expanded; names normalized. Entries that are
+    neither a valid requirement nor an include, and includes of unknown groups or cycles, are
+    left out."""
+    table = (pyproject or {}).get("dependency-groups")
+    if not isinstance(table, dict):
+        return {}
+    raw = {_normalize(str(name)): entries for name, entries in table.items() if isinstance(entries, list)}
+
+    def expand(name: str, seen: tuple[str, ...]) -> list[str]:
+        found: list[str] = []
+        for entry in raw.get(name, []):
+            if isinstance(entry, str) and _is_requirement(entry):
+                found.append(entry)
+            elif isinstance(entry, dict) and isinstance(entry.get("include-group"), str):
+                included = _normalize(entry["include-group"])
+                if included not in seen:
+                    found += expand(included, (*seen, included))
+        return found
+
+    return {name: tuple(dict.fromkeys(expand(name, (name,)))) for name in raw}
 
 
 def plugin_needs(tree: TreeReader) -> list[tuple[str, str]]:
@@ -198,9 +227,10 @@ def pytest_config(tree: TreeReader) -> tuple[str, str, list[str]] | None:
 # --- pip arguments --------------------------------------------------------------------------------
 
 
-def pip_arguments(tokens: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The pip arguments worth keeping from an install command's words, and the extras of the
-    project itself they install (``.[test]``, ``-e .[dev]``).
+def pip_arguments(tokens: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The pip arguments worth keeping from an install command's words, the extras of the
+    project itself they install (``.[test]``, ``-e .[dev]``) and the dependency groups they name
+    (``--group tests``, pip's and uv's option).
 
     Requirements, requirement and constraint files, index and find-links options are kept;
     other options, unexpanded variables (``$X``, ``${{ matrix.x }}``, ``{env:X}``), the project
@@ -208,6 +238,7 @@ def pip_arguments(tokens: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ..
     """
     args: list[str] = []
     extras: list[str] = []
+    groups: list[str] = []
     words = list(tokens)
     index = 0
     while index < len(words):
@@ -224,6 +255,13 @@ def pip_arguments(tokens: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ..
                 index += 1
             if "$" not in value and "{" not in value:
                 args += [_KEPT_WITH_VALUE[option if equals else word], value]
+            continue
+        if option == "--group":
+            if not equals:
+                value = words[index] if index < len(words) else ""
+                index += 1
+            if value and "$" not in value:
+                groups.append(_normalize(value.rsplit(":", 1)[-1]))  # [path:]group
             continue
         if re.fullmatch(r"-[rc]\S+", word):  # -rrequirements.txt
             args += [word[:2], word[2:]]
@@ -256,7 +294,15 @@ def pip_arguments(tokens: Iterable[str]) -> tuple[tuple[str, ...], tuple[str, ..
             continue
         if _normalize(requirement.name) not in _NOT_TEST_DEPENDENCIES:
             args.append(word)
-    return tuple(args), tuple(dict.fromkeys(extras))
+    return tuple(args), tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(groups))
+
+
+def _is_requirement(text: str) -> bool:
+    try:
+        Requirement(text)
+    except InvalidRequirement:
+        return False
+    return True
 
 
 def _local_extras(target: str) -> list[str] | None:
@@ -311,20 +357,33 @@ def _tox_ini(ini: ConfigParser, origin: str) -> list[DeclaredInstall]:
                 return ini.get(name, key), name
         return "", section
 
-    deps, deps_section = value("deps")
-    extras, extras_section = value("extras")
+    values = {key: value(key) for key in ("deps", "extras", "dependency_groups")}
     words: list[str] = []
-    for line in _substituted(ini, deps):
+    for line in _substituted(ini, values["deps"][0]):
         words += _split(line) if line.startswith("-") else [line]
-    args, local = pip_arguments(words)
-    named = [e for line in _substituted(ini, extras) for e in re.split(r"[,\s]+", line) if e]
-    where = f"{origin} [{deps_section if deps else extras_section}]"
-    return [DeclaredInstall(args, f"{where} deps" if deps else f"{where} extras", (*local, *named))]
+    args, local, local_groups = pip_arguments(words)
+
+    def named(key: str) -> list[str]:
+        return [
+            word for line in _substituted(ini, values[key][0]) for word in re.split(r"[,\s]+", line) if word
+        ]
+
+    key = next((key for key, (text, _) in values.items() if text), "deps")
+    return [
+        DeclaredInstall(
+            args,
+            f"{origin} [{values[key][1]}] {key}",
+            (*local, *named("extras")),
+            (*local_groups, *map(_normalize, named("dependency_groups"))),
+        )
+    ]
 
 
 def _substituted(ini: ConfigParser, text: str, depth: int = 0) -> Iterator[str]:
     """Lines of a tox multi-line value: ``{[section]key}`` replaced, ``{toxinidir}`` made ``.``;
-    factor-conditional lines (``py38: mock``) and lines with other substitutions left out."""
+    a factor-conditional line is kept (without its factors) when a factor names a test
+    environment (``tests: hypothesis``), left out otherwise (``py38: mock``), as are lines with
+    other substitutions."""
     for raw in text.splitlines():
         line = raw.split(" #")[0].strip()
         if not line or line.startswith("#"):
@@ -335,8 +394,11 @@ def _substituted(ini: ConfigParser, text: str, depth: int = 0) -> Iterator[str]:
             if depth < 3 and ini.has_option(section, key):
                 yield from _substituted(ini, ini.get(section, key), depth + 1)
             continue
-        if re.match(r"^[\w{},!.-]+:\s", line) and "://" not in line:
-            continue
+        factors = re.match(r"^([\w{},!.-]+):\s+", line)
+        if factors and "://" not in line:
+            if not set(re.split(r"[,-]", factors.group(1))) & set(_TEST_ENVS):
+                continue
+            line = line[factors.end() :]
         line = line.replace("{toxinidir}", ".")
         if "{" not in line:
             yield line
@@ -348,16 +410,25 @@ def _tox_toml(tox: Mapping[str, object], origin: str) -> list[DeclaredInstall]:
     chosen = next((name for name in _TEST_ENVS if isinstance(envs.get(name), dict)), None)
     tables = [(f"env.{chosen}", envs[chosen])] if chosen else []
     tables.append(("env_run_base", tox.get("env_run_base") or {}))
-    deps = next(((name, t["deps"]) for name, t in tables if isinstance(t, dict) and "deps" in t), None)
-    extras: object = next((t["extras"] for _, t in tables if isinstance(t, dict) and "extras" in t), [])
+
+    def value(key: str) -> tuple[str, list]:
+        """The first of the tables' ``key`` that is a list, and the table's name."""
+        return next(
+            ((name, t[key]) for name, t in tables if isinstance(t, dict) and isinstance(t.get(key), list)),
+            ("", []),
+        )
+
+    values = {key: value(key) for key in ("deps", "extras", "dependency_groups")}
     words: list[str] = []
-    for item in deps[1] if deps and isinstance(deps[1], list) else []:
+    for item in values["deps"][1]:
         if isinstance(item, str):
             words += _split(item) if item.startswith("-") else [item.replace("{tox_root}", ".")]
-    args, local = pip_arguments(words)
-    named = [e for e in extras if isinstance(e, str)] if isinstance(extras, list) else []
-    where = f"{origin} {deps[0]} deps" if deps else f"{origin} extras"
-    return [DeclaredInstall(args, where, (*local, *named))]
+    args, local, local_groups = pip_arguments(words)
+    named = [e for e in values["extras"][1] if isinstance(e, str)]
+    named_groups = [_normalize(g) for g in values["dependency_groups"][1] if isinstance(g, str)]
+    key = next((key for key, (name, _) in values.items() if name), "deps")
+    where = f"{origin} {values[key][0] or 'env_run_base'} {key}"
+    return [DeclaredInstall(args, where, (*local, *named), (*local_groups, *named_groups))]
 
 
 # --- nox ------------------------------------------------------------------------------------------
@@ -376,8 +447,8 @@ def _nox(tree: TreeReader) -> list[DeclaredInstall]:
     found: list[DeclaredInstall] = []
     for session in running:
         words = [word for call in _session_calls(session, "install") for word in _literal_args(call)]
-        args, extras = pip_arguments(words)
-        found.append(DeclaredInstall(args, f"noxfile.py session {session.name}", extras))
+        args, extras, groups = pip_arguments(words)
+        found.append(DeclaredInstall(args, f"noxfile.py session {session.name}", extras, groups))
     return found
 
 
@@ -431,9 +502,9 @@ def _ci(tree: TreeReader) -> list[DeclaredInstall]:
             if not re.search(r"\bpy\.?test\b", body):
                 continue
             words = [word for command in _pip_installs(lines) for word in command]
-            args, extras = pip_arguments(words)
-            if args or extras:
-                found.append(DeclaredInstall(args, f"{_WORKFLOWS}/{name} job {job}", extras))
+            args, extras, groups = pip_arguments(words)
+            if args or extras or groups:
+                found.append(DeclaredInstall(args, f"{_WORKFLOWS}/{name} job {job}", extras, groups))
     return found
 
 

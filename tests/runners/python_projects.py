@@ -216,6 +216,61 @@ def ticker_history(path: Path) -> GitRepo:
     return repo
 
 
+GROUPED_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "grouped"
+version = "0.1"
+requires-python = ">=3.9"
+
+[dependency-groups]
+runner = ["pytest>=8"]
+test-deps = [{include-group = "runner"}, 'six; python_version >= "3"', "not a requirement!"]
+docs = ["sphinx"]
+
+[tool.setuptools.packages.find]
+where = ["src"]
+"""
+
+GROUPED_TOX = """\
+[tox]
+env_list = py3{12,13}-tests, docs
+
+[testenv]
+dependency_groups =
+    tests: test-deps
+    docs: docs
+commands =
+    tests: pytest {posargs}
+"""
+
+GROUPED_TESTS = ["tests/test_grouped.py::test_shout"]
+
+
+def grouped_history(path: Path) -> GitRepo:
+    """A project of June 2025 whose test dependency (six) is declared only in a PEP 735
+    dependency group, ``test-deps``, which includes another; tox names that group for its
+    ``tests`` environments (a factor-conditional line) and another for its docs."""
+    repo = GitRepo(path)
+    repo.commit(
+        "grouped",
+        "2025-06-02T12:00:00+00:00",
+        {
+            "pyproject.toml": GROUPED_PYPROJECT,
+            "tox.ini": GROUPED_TOX,
+            "src/grouped/__init__.py": "def shout(text):\n    return text.upper()\n",
+            "tests/test_grouped.py": (
+                "import six\n\nfrom grouped import shout\n\n\n"
+                "def test_shout():\n    assert shout(six.text_type('a')) == 'A'\n"
+            ),
+        },
+    )
+    return repo
+
+
 # --- A local package index ----------------------------------------------------------------------
 
 HALVES_DEPENDENCY = "coevo-halves"

@@ -19,7 +19,15 @@ from runners.buildtools import BuildChoice, BuildResult
 from runners.revisions import BuiltRevision, prepare_revision
 from runners.venvs import MARKER, UNDATED
 from tests.gitrepo import GitRepo
-from tests.runners.python_projects import TICKER_TESTS, TLS_TESTS, ticker_history, tls_history, write
+from tests.runners.python_projects import (
+    GROUPED_TESTS,
+    TICKER_TESTS,
+    TLS_TESTS,
+    grouped_history,
+    ticker_history,
+    tls_history,
+    write,
+)
 
 
 @pytest.fixture(scope="module")
@@ -114,6 +122,26 @@ def test_a_test_plugin_declared_only_in_tox_is_installed(
     assert built.spec.install == (("-e", "."), ("pytest", "pytest-asyncio"))
     assert "install: pip install pytest pytest-asyncio (tox.ini [testenv] deps)" in built.spec.notes
     assert any(line.startswith("pytest-asyncio==0.23.") for line in built.installed)  # as of March 2024
+
+
+@pytest.mark.slow
+def test_test_dependencies_in_a_dependency_group_are_installed(venvs: Path, tmp_path: Path) -> None:
+    """six is declared only in PEP 735's ``[dependency-groups]`` (attrs since May 2025, uv projects):
+    the group tox names for its tests, with the group it includes; not the docs group."""
+    grouped = grouped_history(tmp_path / "repo")
+    extras_only = dataclasses.replace(_undated_spec(grouped, "grouped"), install=(("-e", "."),))
+    old = _old_build(grouped, "grouped", tmp_path / "old", extras_only)
+    assert not old.ok
+    assert "No module named 'six'" in old.message
+
+    built, outcomes = _build_then_run(grouped, "grouped", GROUPED_TESTS, "local", tmp_path / "work")
+    assert outcomes == {"tests/test_grouped.py::test_shout": "pass"}
+    assert built.spec is not None
+    assert built.spec.install == (("-e", "."), ("pytest>=8", 'six; python_version >= "3"'))
+    group_note = """install: pip install 'pytest>=8' 'six; python_version >= "3"' """
+    assert group_note + "(pyproject.toml [dependency-groups] test-deps)" in built.spec.notes
+    assert any(line.startswith("six==") for line in built.installed)
+    assert not any(line.startswith("sphinx==") for line in built.installed)
 
 
 @pytest.mark.docker

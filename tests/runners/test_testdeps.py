@@ -7,7 +7,13 @@ from pathlib import Path
 import pytest
 
 from runners import FolderTree, detect_env
-from runners.testdeps import DeclaredInstall, declared_test_installs, pip_arguments, plugin_needs
+from runners.testdeps import (
+    DeclaredInstall,
+    declared_test_installs,
+    dependency_groups,
+    pip_arguments,
+    plugin_needs,
+)
 
 SETUP = (
     "from setuptools import setup\n"
@@ -168,7 +174,49 @@ def test_pip_arguments_keep_requirements_and_files_and_drop_the_rest() -> None:
         ("-r", "req.txt", "-c", "c.txt", "--index-url", "https://idx.example/simple",
          "-e", "git+https://example.org/x.git#egg=x", "six"),
         ("a", "b"),
+        (),
     )  # fmt: skip
+    # pip's and uv's --group names a dependency group (``[path:]name``), never a requirement.
+    assert pip_arguments(["--group", "Tests", "--group=pyproject.toml:dev", "--group", "$G"]) == (
+        (),
+        (),
+        ("tests", "dev"),
+    )
+
+
+def test_dependency_groups_expand_their_includes_and_keep_valid_requirements_only() -> None:
+    pyproject = {
+        "dependency-groups": {
+            "Test_Suite": [{"include-group": "base"}, "hypothesis>=6", "not a requirement!", 3],
+            "base": ["pytest", {"include-group": "test-suite"}],  # a cycle, followed once
+            "docs": [{"include-group": "missing"}, "sphinx"],
+            "broken": "pytest",
+        }
+    }
+    assert dependency_groups(pyproject) == {
+        "test-suite": ("pytest", "hypothesis>=6"),
+        "base": ("pytest", "hypothesis>=6"),
+        "docs": ("sphinx",),
+    }
+    assert dependency_groups({"project": {}}) == {} == dependency_groups(None)
+
+
+def test_the_groups_tox_nox_and_ci_name_for_the_tests(tmp_path: Path) -> None:
+    tox = "[testenv]\ndependency_groups =\n    tests: test-deps\n    mypy: typing\n"
+    assert declared_test_installs(_tree(tmp_path / "ini", {"tox.ini": tox})) == [
+        DeclaredInstall((), "tox.ini [testenv] dependency_groups", (), ("test-deps",))
+    ]
+    toml = '[env_run_base]\ndependency_groups = ["Test"]\n'
+    assert declared_test_installs(_tree(tmp_path / "toml", {"tox.toml": toml})) == [
+        DeclaredInstall((), "tox.toml env_run_base dependency_groups", (), ("test",))
+    ]
+    noxfile = (
+        "import nox\n\n@nox.session\ndef tests(session):\n"
+        "    session.install('--group', 'checks', 'coverage')\n    session.run('pytest')\n"
+    )
+    assert declared_test_installs(_tree(tmp_path / "nox", {"noxfile.py": noxfile})) == [
+        DeclaredInstall(("coverage",), "noxfile.py session tests", (), ("checks",))
+    ]
 
 
 @pytest.mark.parametrize(
@@ -217,3 +265,21 @@ def test_the_spec_installs_what_tox_nox_ci_and_addopts_declare_once_each(tmp_pat
     )
     assert "install: pytest-cov (pytest needs it for tox.ini addopts --cov)" in spec.notes
     assert "install: pip install pytest-httpserver trustme==0.9.0 (noxfile.py session tests)" in spec.notes
+
+
+def test_a_test_named_dependency_group_is_installed_and_others_only_when_a_tool_names_them(
+    tmp_path: Path,
+) -> None:
+    pyproject = (
+        '[project]\nname = "p"\nversion = "1"\n[project.optional-dependencies]\ndocs = ["sphinx"]\n'
+        '[dependency-groups]\ntests = ["pytest", "hypothesis"]\nlint = ["ruff"]\nci = ["pytest-cov"]\n'
+    )
+    alone = detect_env(_tree(tmp_path / "alone", {"pyproject.toml": pyproject}), "python")
+    assert alone.install == (("-e", "."), ("pytest", "hypothesis"))
+    assert "install: pip install pytest hypothesis (pyproject.toml [dependency-groups] tests)" in alone.notes
+    workflow = "jobs:\n  test:\n    steps:\n      - run: pip install --group ci .\n      - run: pytest\n"
+    named = detect_env(
+        _tree(tmp_path / "named", {"pyproject.toml": pyproject, ".github/workflows/ci.yml": workflow}),
+        "python",
+    )
+    assert named.install == (("-e", "."), ("pytest", "hypothesis", "pytest-cov"))
