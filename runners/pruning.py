@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable
 
 from miner.errors import SourceSyntaxError
-from miner.languages import MethodInfo, get_language
+from miner.languages import MethodInfo, ParsedFile, get_language
 
 SETUP_ANNOTATION = re.compile(r"@(Before|After)(Each|All|Class)?\b|@pytest\.fixture\(\s*autouse\s*=\s*True")
 """What makes a method run around every test of its file without being called (JUnit, pytest)."""
@@ -39,7 +39,7 @@ def alone(source: bytes, language: str, name: str) -> bytes | None:
         return None
     others = [m for m in parsed.methods if not m.is_test]
     setups = [m for m in others if is_setup(m)]
-    used = _words(m.source for m in (*kept, *setups))
+    used = _words(m.source for m in (*kept, *setups)) | _frame_words(source, language, parsed)
     helpers = {m.key for m in setups}
     fields = {f.key for f in parsed.fields if f.name.startswith("<")}  # initializer blocks run anyway
     used |= _words(f.source for f in parsed.fields if f.key in fields)
@@ -70,6 +70,32 @@ def is_setup(method: MethodInfo) -> bool:
 
 def _words(sources: Iterable[str]) -> set[str]:
     return {word for source in sources for word in _WORD.findall(source)}
+
+
+_JAVA_COMMENT_OR_STRING = re.compile(  # a string first: // in one is no comment
+    r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'|/\*.*?\*/|//[^\n]*', re.DOTALL
+)
+
+
+def _frame_words(source: bytes, language: str, parsed: ParsedFile) -> set[str]:
+    """Names that what every cut keeps refers to: the classes' annotations, decorators and headers
+    (``@SetSystemProperty(key = KEY)``, ``extends Base<T>``), so that their imports and fields stay.
+
+    Java: the file without its methods, fields, imports, comments and strings. Python: the decorators,
+    bases and keywords of its classes (the rest of a module is functions, fields and imports)."""
+    if language != "java":
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return set()
+        classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+        parts = [part for c in classes for part in (*c.decorator_list, *c.bases, *c.keywords)]
+        return {n.id for part in parts for n in ast.walk(part) if isinstance(n, ast.Name)}
+    lines = source.decode("utf-8", errors="replace").splitlines(keepends=True)
+    for unit in (*parsed.methods, *parsed.fields):
+        lines[unit.start_line - 1 : unit.end_line] = ["\n"] * (unit.end_line - unit.start_line + 1)
+    frame = "".join(line for line in lines if not re.match(r"\s*(import|package)\s", line))
+    return _words([_JAVA_COMMENT_OR_STRING.sub(" ", frame)])
 
 
 def _unused_imports(source: bytes, language: str, used: set[str]) -> dict[tuple[int, int], str]:

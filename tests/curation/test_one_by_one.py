@@ -84,9 +84,13 @@ JAVA_TEST = """package demo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
+/** The class's annotation names its own constant (commons-lang's SystemPropertiesTest does). */
+@Tag(SquarerTest.TAG)
 class SquarerTest {
+    static final String TAG = "squares";
     private final Squarer subject = new Squarer();
 
     @Test
@@ -105,6 +109,47 @@ class SquarerTest {
     }
 }
 """
+
+
+FRAMED = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+import org.junitpioneer.jupiter.SetSystemProperty;
+import other.Fresh;
+import other.Base;
+
+/** Also checks {@link Fresh}, as "Fresh" // says. */
+@SetSystemProperty(key = SquarerTest.KEY, value = "Fresh // not a comment")
+class SquarerTest extends Base<Squarer> {
+    static final String KEY = "k";
+    private static final String UNUSED = "u";
+
+    @Test
+    void testSquare() {
+        assertEquals(9, new Squarer().square(3));
+    }
+
+    @Test
+    void testFresh() {
+        assertEquals(1, Fresh.ONE);
+    }
+}
+"""
+
+
+def test_a_java_cut_keeps_what_the_class_header_names_and_nothing_only_a_comment_or_string_does() -> None:
+    """A cut always keeps the class's annotations and header, so their imports and fields stay; an
+    import of a new class that only a comment or a string of the header names would fail the
+    method on the old code for nothing, so it goes."""
+    cut = alone(FRAMED.encode(), "java", "testSquare")
+    assert cut is not None
+    text = cut.decode()
+    assert "import org.junitpioneer.jupiter.SetSystemProperty;" in text and "import other.Base;" in text
+    assert 'static final String KEY = "k";' in text and "UNUSED" not in text
+    assert "import other.Fresh;" not in text and "testFresh" not in text
+    assert len(text.splitlines()) == len(FRAMED.splitlines())
 
 
 def _squarer(body: str) -> str:
