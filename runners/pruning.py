@@ -94,8 +94,7 @@ def _frame_words(source: bytes, language: str, parsed: ParsedFile) -> set[str]:
     lines = source.decode("utf-8", errors="replace").splitlines(keepends=True)
     for unit in (*parsed.methods, *parsed.fields):
         lines[unit.start_line - 1 : unit.end_line] = ["\n"] * (unit.end_line - unit.start_line + 1)
-    frame = "".join(line for line in lines if not re.match(r"\s*(import|package)\s", line))
-    return _words([_JAVA_COMMENT_OR_STRING.sub(" ", frame)])
+    return _words([_JAVA_COMMENT_OR_STRING.sub(" ", _JAVA_IMPORT.sub("", "".join(lines)))])
 
 
 def _unused_imports(source: bytes, language: str, used: set[str]) -> dict[tuple[int, int], str]:

@@ -148,19 +148,17 @@ def tls_history(path: Path) -> GitRepo:
     return repo
 
 
-TICKER_PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
+def src_pyproject(name: str, requires_python: str, tables: str = "") -> str:
+    """A setuptools ``pyproject.toml`` of a ``src/`` layout, with more ``tables`` before its
+    package finder's."""
+    return (
+        '[build-system]\nrequires = ["setuptools>=61"]\nbuild-backend = "setuptools.build_meta"\n\n'
+        f'[project]\nname = "{name}"\nversion = "0.1"\nrequires-python = "{requires_python}"\n\n'
+        f'{tables}[tool.setuptools.packages.find]\nwhere = ["src"]\n'
+    )
 
-[project]
-name = "ticker"
-version = "0.1"
-requires-python = ">=3.8"
 
-[tool.setuptools.packages.find]
-where = ["src"]
-"""
+TICKER_PYPROJECT = src_pyproject("ticker", ">=3.8")
 
 TICKER_TOX = """\
 [tox]
@@ -216,24 +214,14 @@ def ticker_history(path: Path) -> GitRepo:
     return repo
 
 
-GROUPED_PYPROJECT = """\
-[build-system]
-requires = ["setuptools>=61"]
-build-backend = "setuptools.build_meta"
-
-[project]
-name = "grouped"
-version = "0.1"
-requires-python = ">=3.9"
-
-[dependency-groups]
-runner = ["pytest>=8"]
-test-deps = [{include-group = "runner"}, 'six; python_version >= "3"', "not a requirement!"]
-docs = ["sphinx"]
-
-[tool.setuptools.packages.find]
-where = ["src"]
-"""
+GROUPED_PYPROJECT = src_pyproject(
+    "grouped",
+    ">=3.9",
+    "[dependency-groups]\n"
+    'runner = ["pytest>=8"]\n'
+    """test-deps = [{include-group = "runner"}, 'six; python_version >= "3"', "not a requirement!"]\n"""
+    'docs = ["sphinx"]\n\n',
+)
 
 GROUPED_TOX = """\
 [tox]
