@@ -87,11 +87,20 @@ def changed_test_helpers(
 
     Set-up methods (``@Before``, ``setUp``, an autouse fixture…: :func:`runners.pruning.is_setup`)
     are named ``<setup>``: they run around every test of their file without being called.
-    Fixtures are functions, so they are here by their names.
+    Fixtures are functions, so they are here by their names. A ``.proto`` where the tests are
+    (Java) gives its messages, enums and services added or changed: protoc makes test classes of
+    them (:func:`_proto_types`).
     """
     found: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
     for change in diff_blobs(repo, rev1, rev2, None):
         path = change.new_path or change.old_path
+        if path is not None and path.endswith(".proto") and patterns.under_tests(path):
+            old_types = _proto_types(GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
+            new_types = _proto_types(GitTree(repo, rev2).read(change.new_path)) if change.new_path else {}
+            found[path] = {
+                name: (name, tokens) for name, tokens in new_types.items() if old_types.get(name) != tokens
+            }
+            continue
         if path is None or patterns.role(path) != FileRole.TEST:
             continue
         old = _helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
@@ -102,6 +111,27 @@ def changed_test_helpers(
             if key not in old or normalized(old[key][1], language.name) != normalized(tokens, language.name)
         }
     return found
+
+
+_PROTO_TYPE = re.compile(r"\b(?:message|enum|service)\s+(\w+)\s*\{")
+_PROTO_COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+def _proto_types(source: bytes | None) -> dict[str, tuple[str, ...]]:
+    """The messages, enums and services a protobuf file declares (nested ones too): name → the
+    words and symbols of its body. A test's ``.proto`` is test code: protoc makes classes of it
+    (gson's ``src/test/proto/bag.proto`` gives ``Bag.ProtoWithAnnotations``) that tests use."""
+    if source is None:
+        return {}
+    text = _PROTO_COMMENT.sub(" ", source.decode("utf-8", errors="replace"))
+    types: dict[str, tuple[str, ...]] = {}
+    for match in _PROTO_TYPE.finditer(text):
+        depth, end = 1, match.end()
+        while depth and end < len(text):
+            depth += {"{": 1, "}": -1}.get(text[end], 0)
+            end += 1
+        types[match.group(1)] = tuple(re.findall(r"\w+|[^\w\s]", text[match.end() : end]))
+    return types
 
 
 def uses_changed_helper(

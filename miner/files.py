@@ -55,6 +55,10 @@ class FilePatterns:
             return FileRole.OTHER
         return FileRole.TEST if _matches(path, self.test_globs) else FileRole.PRODUCTION
 
+    def under_tests(self, path: str) -> bool:
+        """Whether a file of any kind (a ``.proto``, a resource) lies where the test code does."""
+        return _matches(path, self.test_globs) and not _matches(path, self.exclude_globs)
+
 
 def _matches(path: str, globs: tuple[str, ...]) -> bool:
     name = PurePosixPath(path).name

@@ -214,6 +214,42 @@ def _javac_errors(tmp_path: Path, sources: dict[str, str]) -> str:
     return result.stderr
 
 
+BAG = (
+    'syntax = "proto3";\n\npackage demo;\n\noption java_package = "demo";\n\n'
+    "// the messages the tests convert\nmessage SimpleProto {\n  string msg = 1;\n  int32 count = 2;\n}\n"
+)
+
+
+def test_a_message_added_to_a_tests_proto_is_changed_test_code(tmp_path: Path) -> None:
+    """gson 3621e51e03: a new test uses ``Bag.ProtoWithAnnotationsAndJsonNames``, a message the same
+    commit added to ``proto/src/test/proto/bag.proto``; it failed to compile on the old code for
+    that alone, and was a generation task."""
+    repo = GitRepo(tmp_path / "gson")
+    repo.commit("base", "2024-05-01T10:00:00+00:00", {
+        "proto/src/test/proto/bag.proto": BAG,
+        "proto/src/test/java/demo/ProtoTest.java": "package demo;\n\nclass ProtoTest {\n}\n",
+    })  # fmt: skip
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "proto/src/test/proto/bag.proto": BAG.replace("// the messages", "// all the messages")
+        + "\nmessage ProtoWithJsonNames {\n  string name = 1 [json_name = \"n\"];\n"
+        + "  enum Kind {\n    PLAIN = 0;\n  }\n}\n",
+    })  # fmt: skip
+    helpers = _helpers(repo, "java")
+    assert sorted(helpers["proto/src/test/proto/bag.proto"]) == ["Kind", "ProtoWithJsonNames"]
+    test = "proto/src/test/java/demo/ProtoTest.java"
+    uses_new = _tokens("java", "void testNames() { Bag.ProtoWithJsonNames p = null; }")
+    bag_proto = "proto/src/test/proto/bag.proto"
+    assert uses_changed_helper(test, uses_new, helpers) == f"{bag_proto}::ProtoWithJsonNames"
+    uses_old = _tokens("java", "void testSimple() { Bag.SimpleProto p = null; }")
+    assert uses_changed_helper(test, uses_old, helpers) is None  # a comment changed, not the message
+    bag = "class Bag {\n    static class SimpleProto {\n    }\n}\n"
+    uses = "class ProtoTest {\n    Bag.ProtoWithJsonNames names;\n}\n"
+    message = _javac_errors(tmp_path, {"Bag.java": bag, "ProtoTest.java": uses})
+    assert "ProtoWithJsonNames" in message
+    assert failure_cause("compile_error", message, names_of_test_code(helpers)) == TEST_CODE
+    assert failure_cause("compile_error", message, names_of_test_code({})) == PRODUCTION_API
+
+
 def test_why_a_test_fails_on_code_it_was_not_written_for(tmp_path: Path) -> None:
     test_side = names_of_test_code({"src/test/java/demo/Data.java": [], "tests/helpers.py": ["make"]})
     assert {"Data", "helpers", "tests.helpers", "make"} <= test_side
