@@ -88,8 +88,8 @@ def changed_test_helpers(
     Set-up methods (``@Before``, ``setUp``, an autouse fixture…: :func:`runners.pruning.is_setup`)
     are named ``<setup>``: they run around every test of their file without being called.
     Fixtures are functions, so they are here by their names. A ``.proto`` where the tests are
-    (Java) gives its messages, enums and services added or changed: protoc makes test classes of
-    them (:func:`_proto_types`).
+    gives its messages, enums and services added or changed: protoc makes test classes (Java) or
+    ``_pb2`` modules (Python) of them (:func:`_proto_types`).
     """
     found: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
     for change in diff_blobs(repo, rev1, rev2, None):
