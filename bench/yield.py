@@ -11,8 +11,8 @@ behaviours can run at different times (``--only old``, ``--only new``).
 It prints, per repository and behaviour, pairs curated, tasks, tasks per 100 pairs and the test
 methods those tasks hold; the labels that moved between the behaviours (per candidate:
 repository, rev2, test file and method); and, for a person to check against the commits, a
-sample of up to 10 tasks per language that only the new behaviour made: repository, commit,
-test file, methods, focal code and the reason NO fails.
+sample of up to 10 of the new behaviour's tasks per language (those only it made first, then ones
+both made): repository, commit, test file, methods, focal code and the reason NO fails.
 
 Example::
 
@@ -135,9 +135,31 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
                 methods = sum(len(t["test_methods"]) for t in got.tasks)  # type: ignore[arg-type]
                 print(f" {got.pairs:>10} {len(got.tasks):>6} {per:>6.1f} {methods:>8}", end="")
         print()
-    if set(measured) != set(BEHAVIOURS):
-        return
-    old, new = measured["old"], measured["new"]
+    old, new = measured.get("old", {}), measured.get("new", {})
+    if old and new:
+        _report_moved(old, new, windows)
+    rng = random.Random(seed)
+    for language in ("python", "java"):
+        fresh: list[tuple[Window, dict[str, object], str]] = []
+        both: list[tuple[Window, dict[str, object], str]] = []
+        for window in windows:
+            if window.language != language or window not in new:
+                continue
+            known = {(t["rev2"], t["test_file"], t["track"]) for t in old.get(window, _EMPTY).tasks}
+            for task in new[window].tasks:
+                made_before = window in old and (task["rev2"], task["test_file"], task["track"]) in known
+                (both if made_before else fresh).append((window, task, "both" if made_before else "new only"))
+        sample = rng.sample(fresh, min(10, len(fresh)))
+        sample += rng.sample(both, min(10 - len(sample), len(both)))
+        print(
+            f"\nnew behaviour's tasks, {language}: {len(fresh)} that only it made, {len(both)} that both made"
+            f" (or not measured before); a sample of {len(sample)} to check by hand, those only it made first"
+        )
+        for window, task, made in sample:
+            _print_task(window, task, made)
+
+
+def _report_moved(old: dict[Window, Outcome], new: dict[Window, Outcome], windows: list[Window]) -> None:
     moved: Counter[tuple[str, str]] = Counter()
     for window in windows:
         if window not in old or window not in new:
@@ -151,30 +173,20 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
         print(f"  {before} → {after}: {count}")
     if not moved:
         print("  none")
-    rng = random.Random(seed)
-    for language in ("python", "java"):
-        fresh = []
-        for window in windows:
-            if window.language != language or window not in new:
-                continue
-            known = {(t["rev2"], t["test_file"], t["track"]) for t in old.get(window, _EMPTY).tasks}
-            fresh += [
-                (window, t) for t in new[window].tasks if (t["rev2"], t["test_file"], t["track"]) not in known
-            ]
-        sample = rng.sample(fresh, min(10, len(fresh)))
-        print(f"\nnew tasks, {language}: {len(fresh)}; a sample of {len(sample)} to check by hand")
-        for window, task in sample:
-            focal = ", ".join(
-                f"{f['method']} ({f.get('unit', 'method')}, {f['provenance']})" for f in task["focal_methods"]
-            )
-            print(f"  {window.public} {str(task['rev2'])[:10]} {task['track']} {task['test_file']}")
-            print(f"    methods: {', '.join(task['test_methods'])}")
-            print(f"    focal: {focal}")
-            matrix = task["matrix"]
-            for method, cells in matrix.items():
-                cell = cells.get("NO") or cells.get("ON") or {}
-                first = str(cell.get("message", "")).splitlines()[:1]
-                print(f"    {method}: NO/ON {cell.get('outcome')} {first[0] if first else ''}")
+
+
+def _print_task(window: Window, task: dict[str, object], made: str) -> None:
+    focal = ", ".join(
+        f"{f['method']} ({f.get('unit', 'method')}, {f['provenance']})"
+        for f in task["focal_methods"]  # type: ignore[attr-defined]
+    )
+    print(f"  {window.public} {str(task['rev2'])[:10]} {task['track']} {task['test_file']} ({made})")
+    print(f"    methods: {', '.join(task['test_methods'])}")  # type: ignore[arg-type]
+    print(f"    focal: {focal}")
+    for method, cells in task["matrix"].items():  # type: ignore[attr-defined]
+        cell = cells.get("NO") or cells.get("ON") or {}
+        first = str(cell.get("message", "")).splitlines()[:1]
+        print(f"    {method}: NO/ON {cell.get('outcome')} {first[0] if first else ''}")
 
 
 _EMPTY = Outcome(0, [], {})

@@ -79,6 +79,7 @@ from .classify import TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
     changed_test_helpers,
+    file_helpers,
     is_refactoring,
     runnable_id,
     same_file_helpers,
@@ -505,6 +506,7 @@ class _PairCurator:
             self.path, self.pair.rev1, self.pair.rev2, self.patterns, self.language
         )
         self.test_side = {path: [name for name, _ in changed.values()] for path, changed in helpers.items()}
+        own: dict[str, dict[str, tuple[str, tuple[str, ...]]]] = {}
         for item in items:
             candidate = item.candidate
             if (
@@ -519,7 +521,10 @@ class _PairCurator:
             if candidate.change_kind == TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES:
                 continue  # its own code did not change; a changed helper is its dependency
             tokens = self.language.scan(candidate.new_source)[2]
-            helper = uses_changed_helper(candidate.test_file, tokens, helpers)
+            if candidate.test_file not in own:
+                source = self.show(self.pair.rev2, candidate.test_file)
+                own[candidate.test_file] = file_helpers(self.language, source)
+            helper = uses_changed_helper(candidate.test_file, tokens, helpers, own[candidate.test_file])
             if helper is not None:
                 item.verdict = Verdict.drop(
                     DropReason.TEST_UTILITY_CO_CHANGE, f"uses changed test code {helper}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import keyword
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from miner.errors import SourceSyntaxError
@@ -103,8 +103,8 @@ def changed_test_helpers(
             continue
         if path is None or patterns.role(path) != FileRole.TEST:
             continue
-        old = _helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
-        new = _helpers(language, GitTree(repo, rev2).read(change.new_path)) if change.new_path else {}
+        old = file_helpers(language, GitTree(repo, rev1).read(change.old_path)) if change.old_path else {}
+        new = file_helpers(language, GitTree(repo, rev2).read(change.new_path)) if change.new_path else {}
         found[path] = {
             key: (method_name, tokens)
             for key, (method_name, tokens) in new.items()
@@ -135,11 +135,16 @@ def _proto_types(source: bytes | None) -> dict[str, tuple[str, ...]]:
 
 
 def uses_changed_helper(
-    test_file: str, test_tokens: Iterable[str], helpers: dict[str, dict[str, tuple[str, tuple[str, ...]]]]
+    test_file: str,
+    test_tokens: Iterable[str],
+    helpers: dict[str, dict[str, tuple[str, tuple[str, ...]]]],
+    own: Mapping[str, tuple[str, tuple[str, ...]]] | None = None,
 ) -> str | None:
     """The changed test code in *another* file a test depends on (called, named, or named in a
     string: ``lazy_fixture("server")``, ``request.getfixturevalue("server")``,
-    ``@pytest.mark.usefixtures("server")``), if any.
+    ``@pytest.mark.usefixtures("server")``), if any: by itself or through the helpers and set-ups
+    of its own file, changed or not (``own``: :func:`file_helpers` of that file), so a test that
+    calls its file's ``roundTrip``, which names a message added to a test ``.proto``, depends on it.
 
     A changed autouse fixture of a ``conftest.py`` runs around every test below it, most of them
     untouched by its change (flask's ``leak_detector``): it is no use by itself. Where it does
@@ -149,6 +154,12 @@ def uses_changed_helper(
     its answer (:func:`same_file_helpers`).
     """
     names = _names(test_tokens)
+    own = own or {}
+    reached: set[str] = set()
+    while pending := {k for k, (name, _) in own.items() if k not in reached and name in {"<setup>", *names}}:
+        reached |= pending
+        for key in pending:
+            names |= _names(own[key][1])
     for file, changed in sorted(helpers.items()):
         if file == test_file:
             continue
@@ -189,8 +200,9 @@ def _names(tokens: Iterable[str]) -> set[str]:
     return found
 
 
-def _helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """Non-test methods of a test file: key → (name, tokens); set-ups are named ``<setup>``-aware."""
+def file_helpers(language: Language, source: bytes | None) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Non-test methods of a test file (helpers, fixtures, set-ups): key → (name, tokens); set-ups
+    are named ``<setup>``. Nothing for a file that does not parse."""
     if source is None:
         return {}
     try:

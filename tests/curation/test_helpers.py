@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation.static import changed_test_helpers, same_file_helpers, uses_changed_helper
+from curation.static import changed_test_helpers, file_helpers, same_file_helpers, uses_changed_helper
 from miner.files import FilePatterns
 from miner.languages import get_language
 from runners.agents import Agent, find_agent
@@ -248,6 +248,48 @@ def test_a_message_added_to_a_tests_proto_is_changed_test_code(tmp_path: Path) -
     assert "ProtoWithJsonNames" in message
     assert failure_cause("compile_error", message, names_of_test_code(helpers)) == TEST_CODE
     assert failure_cause("compile_error", message, names_of_test_code({})) == PRODUCTION_API
+
+
+def test_changed_test_code_reached_through_the_tests_own_helpers_drops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gson 3621e51e03's ``basicRoundTrips`` names the new message only in its file's
+    ``roundTrip``; here the own helper ``built`` did not change, but the ``make`` it calls in
+    ``tests/helpers.py`` did. Curated end to end, the test is dropped before anything runs."""
+    repo = GitRepo(tmp_path / "calc")
+    own_helper = "from tests.helpers import make\n\n\ndef built():\n    return make()\n\n\n"
+    repo.commit("base", "2024-05-01T10:00:00+00:00", {
+        **PY_BASE,
+        "tests/__init__.py": "",
+        "tests/helpers.py": "def make():\n    return 2\n",
+        "tests/test_squarer.py": own_helper + PY_BASE["tests/test_squarer.py"].replace("from", "\nfrom"),
+    })  # fmt: skip
+    repo.commit("change", "2024-05-02T10:00:00+00:00", {
+        "calc/cuber.py": "def cube(a):\n    return a * a * a\n",
+        "tests/helpers.py": "def make():\n    return 3\n",
+        "tests/test_squarer.py": own_helper
+        + "from calc.squarer import square\nfrom calc.cuber import cube\n\n\n"
+        + "def test_square():\n    assert square(2) == 4\n\n\n"
+        + "def test_cube():\n    assert cube(built()) == 27\n\n\n"
+        + "def test_cube_alone():\n    assert cube(2) == 8\n",
+    })  # fmt: skip
+    found = records(mined_and_curated(repo, tmp_path, monkeypatch, "python"))
+    assert str(found["test_cube"].drop_reason) == "test_utility_co_change"
+    assert found["test_cube"].detail == "uses changed test code tests/helpers.py::make"
+    assert str(found["test_cube_alone"].label) == "test_generation"  # the helper is not its own
+    java = "proto/src/test/java/demo/ProtoTest.java"
+    own = file_helpers(get_language("java"), (
+        b"class ProtoTest {\n    static Object roundTrip() {\n        return Bag.ProtoWithJsonNames.of();\n"
+        b"    }\n\n    @Test\n    public void basicRoundTrips() {\n        roundTrip();\n    }\n}\n"
+    ))  # fmt: skip
+    proto = {"proto/src/test/proto/bag.proto": {"ProtoWithJsonNames": ("ProtoWithJsonNames", ())}}
+    calls = _tokens("java", "void basicRoundTrips() { roundTrip(); }")
+    assert uses_changed_helper(java, calls, proto) is None  # its own tokens do not name it
+    assert (
+        uses_changed_helper(java, calls, proto, own) == "proto/src/test/proto/bag.proto::ProtoWithJsonNames"
+    )
+    unrelated = _tokens("java", "void other() { assertTrue(true); }")
+    assert uses_changed_helper(java, unrelated, proto, own) is None
 
 
 def test_why_a_test_fails_on_code_it_was_not_written_for(tmp_path: Path) -> None:
