@@ -50,6 +50,7 @@ def classify(
     deps_refactoring: bool = False,
     coverage_improved: bool = False,
     on_test_code: frozenset[str] = frozenset(),
+    name_bound: frozenset[str] = frozenset(),
 ) -> Verdict:
     """The label (or drop) of a candidate whose cells ran.
 
@@ -59,6 +60,8 @@ def classify(
     ``coverage_improved`` that the new test covers production lines the old one did not (ON);
     ``on_test_code`` names the cells whose failure names test code that changed in the pair
     (:mod:`runners.causes`): such a failure says nothing about the production change.
+    ``name_bound`` names the cross cells (NO, ON) whose test also fails on its own revision run
+    as the cross cell's copy, under another file name: their failure may be that name's.
     """
     needed = {cell: cells.get(cell, "not_run") for cell in cells_for(kind)}
     for cell, outcome in needed.items():
@@ -83,6 +86,12 @@ def classify(
             DropReason.OLD_FAILS_ON_TEST_CODE,
             f"{discriminating} {needed[discriminating]} on test code that changed with it",
         )
+    for cell in ("ON", "NO"):
+        if cell in name_bound and needed.get(cell) in FAILING:
+            return Verdict.drop(
+                DropReason.DEPENDS_ON_FILE_NAME,
+                f"{cell} {needed[cell]}, and it fails on its own revision too under the copy's file name",
+            )
     if kind == TestChangeKind.INSERTED:
         if needed["NO"] in FAILING:
             return Verdict(Label.TEST_GENERATION, detail=f"NO {needed['NO']}")

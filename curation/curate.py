@@ -36,6 +36,7 @@ from runners import (
     MESSAGE_LIMIT,
     Coverage,
     GitTree,
+    Outcome,
     TestRun,
     bounded,
     in_context,
@@ -44,7 +45,7 @@ from runners import (
 )
 from runners.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
-from runners.sides import Side
+from runners.sides import Side, copy_prefix
 from tasks import (
     AgentRun,
     Candidate,
@@ -75,7 +76,7 @@ from tasks import (
     utcnow,
 )
 
-from .classify import TRACKS, Verdict, cells_for, classify
+from .classify import FAILING, TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
     changed_test_helpers,
@@ -304,6 +305,9 @@ class _Item:
     focal: list[dict[str, Any]] = field(default_factory=list)
     helpers: list[str] = field(default_factory=list)
     """Keys of the changed helpers of its own test file that are part of its answer."""
+    name_bound: set[str] = field(default_factory=set)
+    """Cross cells (NO, ON) whose failure may be the copy's name's: the test failed under that
+    name on its own revision too (:meth:`_PairCurator._check_copy_names`)."""
 
 
 _BUSY = False
@@ -573,6 +577,37 @@ class _PairCurator:
                         old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
                     )
                     self._record("ON", wanted, run)
+            self._check_copy_names(ids("NO", old=False), "NO", test_file, new_content, tag, new_side)
+            if old_file is not None and old_content is not None:
+                self._check_copy_names(ids("ON", old=True), "ON", old_file, old_content, tag, old_side)
+
+    def _check_copy_names(
+        self,
+        wanted: Sequence[tuple[_Item, str]],
+        cell: str,
+        test_file: str,
+        content: bytes,
+        tag: str,
+        own: Side,
+    ) -> None:
+        """A cross cell runs a copy of the test file under another name (:func:`copy_prefix`); a
+        failure that names the copy may be that name's alone (attrs' ``repr(C(1))`` is expected to
+        start ``<tests.test_make.ü``). Those tests run again on their own revision as the same
+        copy: failing there too, the cell says nothing about the code (``name_bound``)."""
+        prefix = copy_prefix(f"{tag}_{cell}")
+        suspects = [
+            (item, test)
+            for item, test in wanted
+            if item.cells[cell].outcome in FAILING and prefix in item.cells[cell].message
+        ]
+        if not suspects:
+            return
+        tests = [test for _, test in suspects]
+        run = own.run_cross(test_file, content, tests, f"{tag}_{cell}", self.request.test_timeout)
+        results = {result.test: result for result in run.results}
+        for item, test in suspects:
+            if results[test].outcome != Outcome.PASS:
+                item.name_bound.add(cell)
 
     @staticmethod
     def _record(cell: str, wanted: Sequence[tuple[_Item, str]], run: TestRun) -> None:
@@ -634,6 +669,7 @@ class _PairCurator:
             deps_refactoring=deps_refactoring,
             coverage_improved=improved,
             on_test_code=on_test_code,
+            name_bound=frozenset(item.name_bound),
         )
         item.verdict = _with_cell_message(verdict, item.cells)
 
@@ -725,7 +761,8 @@ _FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_
 def _with_cell_message(verdict: Verdict, cells: Mapping[str, Cell]) -> Verdict:
     """A drop because a cell did not pass says why, with the cell's message (``NN error: fixture
     'db' not found``, then the whole message)."""
-    named = verdict.detail.split(" ", 1)[0] if verdict.reason == DropReason.OLD_FAILS_ON_TEST_CODE else ""
+    by_cell = (DropReason.OLD_FAILS_ON_TEST_CODE, DropReason.DEPENDS_ON_FILE_NAME)
+    named = verdict.detail.split(" ", 1)[0] if verdict.reason in by_cell else ""
     cell = cells.get(_FAILED_CELL.get(verdict.reason, named)) if verdict.reason else None
     if cell is None or not cell.message:
         return verdict

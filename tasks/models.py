@@ -298,6 +298,7 @@ class DropReason(StrEnum):
     TIMEOUT = "timeout"
     NO_COVERAGE = "no_coverage"
     OLD_FAILS_ON_TEST_CODE = "old_fails_on_test_code"
+    DEPENDS_ON_FILE_NAME = "depends_on_file_name"
 
 
 class Track(StrEnum):
