@@ -84,6 +84,29 @@ def test_a_timeout_outranks_a_flaky_cell_and_a_failure() -> None:
     assert classify(UPDATED, cells, True, True).reason == DropReason.TIMEOUT
 
 
+@pytest.mark.parametrize(
+    ("kind", "cells", "bound", "label"),
+    [
+        (INSERTED, {"NN": "pass", "NO": "fail"}, {"NO"}, Label.DROPPED),
+        (UPDATED, {"OO": "pass", "ON": "fail", "NO": "fail", "NN": "pass"}, {"ON"}, Label.DROPPED),
+        # NO decides an update's positive from its pass-old twin: a name-bound NO says neither
+        (UPDATED, {"OO": "pass", "ON": "fail", "NO": "error", "NN": "pass"}, {"NO"}, Label.DROPPED),
+        # a passing cell is no failure to doubt
+        (UPDATED, {"OO": "pass", "ON": "pass", "NO": "pass", "NN": "pass"}, {"ON"},
+         Label.TEST_REFINEMENT_NO_COV_IMPROVE),
+        (INSERTED, {"NN": "pass", "NO": "fail"}, set(), Label.TEST_GENERATION),
+    ],
+)  # fmt: skip
+def test_a_failure_that_may_be_the_copys_file_names_decides_nothing(
+    kind: Kind, cells: dict[str, str], bound: set[str], label: Label
+) -> None:
+    verdict = classify(kind, cells, True, True, name_bound=frozenset(bound))
+    assert verdict.label == label
+    if label == Label.DROPPED:
+        assert verdict.reason == DropReason.DEPENDS_ON_FILE_NAME
+        assert verdict.detail.endswith("under the copy's file name")
+
+
 JAVA = get_language("java")
 PYTHON = get_language("python")
 
