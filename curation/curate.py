@@ -45,7 +45,7 @@ from runners import (
 )
 from runners.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
 from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
-from runners.sides import Side, copy_prefix
+from runners.sides import COPY_PREFIX, Side
 from tasks import (
     AgentRun,
     Candidate,
@@ -590,11 +590,11 @@ class _PairCurator:
         tag: str,
         own: Side,
     ) -> None:
-        """A cross cell runs a copy of the test file under another name (:func:`copy_prefix`); a
+        """A cross cell runs a copy of the test file under another name (:data:`COPY_PREFIX`); a
         failure that names the copy may be that name's alone (attrs' ``repr(C(1))`` is expected to
-        start ``<tests.test_make.ü``). Those tests run again on their own revision as the same
-        copy: failing there too, the cell says nothing about the code (``name_bound``)."""
-        prefix = copy_prefix(f"{tag}_{cell}")
+        start ``<tests.test_make.ü``). Those tests run again on their own revision as a copy under
+        the same tag: failing there too, the cell says nothing about the code (``name_bound``)."""
+        prefix = f"{COPY_PREFIX}{tag}_{cell}"  # the whole file's copy, or a method's alone
         suspects = [
             (item, test)
             for item, test in wanted

@@ -27,11 +27,11 @@ from .sandbox import Sandbox
 _CROSS_ROOT = ".coevo/cross"
 
 
-def copy_prefix(tag: str) -> str:
-    """How the copy of a Python test file that :meth:`Side.run_cross` runs under ``tag`` begins:
-    ``test_coevo_<tag>__test_make.py`` beside ``test_make.py``, so its module's name differs
-    (``tests.test_coevo_<tag>__test_make``) and a test that checks that name fails there alone."""
-    return f"test_coevo_{tag}__"
+COPY_PREFIX = "test_coevo_"
+"""How the copy of a Python test file that :meth:`Side.run_cross` runs under a tag begins:
+``test_coevo_<tag>__test_make.py`` beside ``test_make.py`` (a method run alone: tag
+``<tag>_m<i>``), so its module's name differs (``tests.test_coevo_<tag>__test_make``) and a test
+that checks that name fails there alone."""
 
 
 class Side:
@@ -240,7 +240,7 @@ class Side:
         """``content`` beside ``test_file`` under a unique name while the block runs; yields the
         ids of ``test_file`` asked for, each with its id in the placed copy."""
         folder, name = posixpath.split(test_file)
-        placed = posixpath.join(folder, f"{copy_prefix(tag)}{name}")
+        placed = posixpath.join(folder, f"{COPY_PREFIX}{tag}__{name}")
         target = self.worktree / placed
         # Through the sandbox: the build or an earlier test may have left a link at that path.
         self.sandbox.write_file(placed, content)
