@@ -82,6 +82,7 @@ from .static import (
     changed_test_helpers,
     file_helpers,
     is_refactoring,
+    renamed_units,
     runnable_id,
     same_file_helpers,
     uses_changed_helper,
@@ -407,6 +408,8 @@ class _PairCurator:
         self._files: dict[tuple[str, str], bytes | None] = {}
         self.test_side: dict[str, list[str]] = {}
         """Test files that changed in the pair → the changed helpers they define."""
+        self.renamed = renamed_units(self.path, pair.rev1, pair.rev2, self.language)
+        """The classes or modules the pair renamed with their files (:func:`renamed_units`)."""
         self.old_test_names: dict[str, frozenset[str]] = {}
         self._own_packages: frozenset[str] | None = None
         """When rev1's tests did not compile (none of its test classes is there for NO): each of
@@ -516,7 +519,7 @@ class _PairCurator:
             if (
                 candidate.change_kind == TestChangeKind.UPDATED
                 and candidate.old_source is not None
-                and is_refactoring(self.language, candidate.old_source, candidate.new_source)
+                and is_refactoring(self.language, candidate.old_source, candidate.new_source, self.renamed)
             ):
                 item.verdict = Verdict.drop(
                     DropReason.TEST_REFACTORING_ONLY, "the test changed only by refactoring"
@@ -750,9 +753,10 @@ class _PairCurator:
         new = _lines(self.show(self.pair.rev2, change.file), change.new_start, change.new_end)
         if old is None or new is None:
             return False
-        if change.unit != "method":
-            return old.split() == new.split()  # a field or constant: only its layout changed
-        return is_refactoring(self.language, old, new)
+        if change.unit != "method":  # a field or constant: only its layout, or a renamed class, changed
+            words = re.compile(r"[\w$]+|\S").findall
+            return [self.renamed.get(word, word) for word in words(old)] == words(new)
+        return is_refactoring(self.language, old, new, self.renamed)
 
 
 _FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_PASS: "OO"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from miner.errors import SourceSyntaxError
 from miner.files import FilePatterns, FileRole
@@ -72,11 +72,39 @@ def normalized(tokens: Sequence[str], language: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def is_refactoring(language: Language, old_source: str, new_source: str) -> bool:
-    """Whether two versions of a method differ only by layout, comments and renames."""
-    return normalized(language.scan(old_source)[2], language.name) == normalized(
-        language.scan(new_source)[2], language.name
-    )
+def is_refactoring(
+    language: Language, old_source: str, new_source: str, renamed: Mapping[str, str] | None = None
+) -> bool:
+    """Whether two versions of a method differ only by layout, comments and renames: of its
+    local names, or of the classes and modules the pair renamed (``renamed``, old name → new:
+    :func:`renamed_units`), also where a string names them."""
+    old_tokens = tuple(_renamed(token, renamed or {}) for token in language.scan(old_source)[2])
+    return normalized(old_tokens, language.name) == normalized(language.scan(new_source)[2], language.name)
+
+
+def renamed_units(repo: Path, rev1: str, rev2: str, language: Language) -> dict[str, str]:
+    """The classes (Java) or modules (Python) the pair renamed with their files, old name → new:
+    gson 45e5e141b1 renamed ``$Gson$Types.java`` to ``GsonTypes.java``, and every use of it."""
+    suffix = ".java" if language.name == "java" else ".py"
+    renamed = {}
+    for change in diff_blobs(repo, rev1, rev2, None):
+        if change.old_path and change.new_path and change.old_path != change.new_path:
+            old, new = PurePosixPath(change.old_path), PurePosixPath(change.new_path)
+            if old.suffix == new.suffix == suffix and old.stem != new.stem:
+                renamed[old.stem] = new.stem
+    return renamed
+
+
+def _renamed(token: str, renamed: Mapping[str, str]) -> str:
+    """``token`` with each renamed name in it (the token itself, or a whole name in a string, a
+    nested class after it: ``"$Gson$Types$WildcardTypeImpl"``) renamed."""
+    if token in renamed:
+        return renamed[token]
+    if not renamed or not _STRING.match(token):
+        return token
+    for old, new in renamed.items():
+        token = re.sub(rf"(?<![\w$]){re.escape(old)}(?!\w)", new.replace("\\", "\\\\"), token)
+    return token
 
 
 def changed_test_helpers(
