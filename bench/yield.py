@@ -147,13 +147,14 @@ def report(measured: dict[str, dict[Window, Outcome]], seed: int) -> None:
                 continue
             known = {(t["rev2"], t["test_file"], t["track"]) for t in old.get(window, _EMPTY).tasks}
             for task in new[window].tasks:
-                made_before = window in old and (task["rev2"], task["test_file"], task["track"]) in known
-                (both if made_before else fresh).append((window, task, "both" if made_before else "new only"))
+                key = (task["rev2"], task["test_file"], task["track"])
+                made = "not compared" if window not in old else "both" if key in known else "new only"
+                (fresh if made == "new only" else both).append((window, task, made))
         sample = rng.sample(fresh, min(10, len(fresh)))
         sample += rng.sample(both, min(10 - len(sample), len(both)))
         print(
             f"\nnew behaviour's tasks, {language}: {len(fresh)} that only it made, {len(both)} that both made"
-            f" (or not measured before); a sample of {len(sample)} to check by hand, those only it made first"
+            f" or not compared; a sample of {len(sample)} to check by hand, those only it made first"
         )
         for window, task, made in sample:
             _print_task(window, task, made)
