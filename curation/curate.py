@@ -754,10 +754,12 @@ class _PairCurator:
         if old is None or new is None:
             return False
         if change.unit != "method":  # a field or constant: only its layout, or a renamed class, changed
-            words = re.compile(r"[\w$]+|\S").findall
-            return [self.renamed.get(word, word) for word in words(old)] == words(new)
+            return [self.renamed.get(word, word) for word in _WORDS.findall(old)] == _WORDS.findall(new)
         return is_refactoring(self.language, old, new, self.renamed)
 
+
+_WORDS = re.compile(r"[\w$]+|\S")
+"""The words and symbols of a field or constant's lines (``$`` is part of a Java name)."""
 
 _FAILED_CELL = {DropReason.NEW_ON_NEW_NOT_PASS: "NN", DropReason.OLD_ON_OLD_NOT_PASS: "OO"}
 

@@ -181,13 +181,7 @@ def uses_changed_helper(
     Helpers of the test's own file are not: the agent writes that whole file, so they are part of
     its answer (:func:`same_file_helpers`).
     """
-    names = _names(test_tokens)
-    own = own or {}
-    reached: set[str] = set()
-    while pending := {k for k, (name, _) in own.items() if k not in reached and name in {"<setup>", *names}}:
-        reached |= pending
-        for key in pending:
-            names |= _names(own[key][1])
+    names = _reach(_names(test_tokens), own or {})[1]
     for file, changed in sorted(helpers.items()):
         if file == test_file:
             continue
@@ -202,16 +196,19 @@ def same_file_helpers(
 ) -> list[str]:
     """The keys of the changed helpers of the test's own file that belong to its answer: those it
     uses, those they use in turn, and the file's changed set-ups."""
-    changed = helpers.get(test_file, {})
-    wanted = {key for key, (name, _) in changed.items() if name == "<setup>"}
-    names = _names(test_tokens)
-    while True:
-        more = {key for key, (name, _) in changed.items() if key not in wanted and name in names}
-        if not more:
-            return sorted(wanted)
-        wanted |= more
-        for key in more:
-            names |= _names(changed[key][1])
+    return sorted(_reach(_names(test_tokens), helpers.get(test_file, {}))[0])
+
+
+def _reach(names: set[str], helpers: Mapping[str, tuple[str, tuple[str, ...]]]) -> tuple[set[str], set[str]]:
+    """The keys of ``helpers`` (key → (name, tokens)) that ``names`` reach, in turn through what
+    they name, with the set-ups; and every name reached."""
+    reached: set[str] = set()
+    names = names | {"<setup>"}
+    while pending := {key for key, (name, _) in helpers.items() if key not in reached and name in names}:
+        reached |= pending
+        for key in pending:
+            names |= _names(helpers[key][1])
+    return reached, names - {"<setup>"}
 
 
 _STRING = re.compile(r"""^[rRbBuUfF]{0,2}(\"{3}|'{3}|"|')(.*)\1$""", re.DOTALL)
