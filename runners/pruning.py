@@ -55,12 +55,44 @@ def alone(source: bytes, language: str, name: str) -> bytes | None:
     drop += [m for m in others if m.key not in helpers]
     drop += [f for f in parsed.fields if f.key not in fields]
     lines = source.decode("utf-8", errors="surrogateescape").splitlines(keepends=True)
-    edits = {(m.start_line, m.end_line): "" for m in drop}
+    edits = removals(source, language, [(m.start_line, m.end_line) for m in drop])
     edits |= _unused_imports(source, language, used)
     for (start, end), kept_line in sorted(edits.items(), reverse=True):
         # Line numbers stay as they were: a compiler's or pytest's line still points at the file.
         lines[start - 1 : end] = [kept_line + "\n"] + ["\n"] * (end - start)
     return "".join(lines).encode("utf-8", errors="surrogateescape")
+
+
+def removals(source: bytes, language: str, spans: Iterable[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """What stays on the first line of each removed line span of ``source``: nothing, or in Python
+    ``pass`` where the removal would leave a block without a statement (a class whose methods all
+    go; ``except ImportError:`` whose only line was a dropped field, as in requests' tests)."""
+    edits = dict.fromkeys(spans, "")
+    if language == "java":
+        return edits
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return edits
+    lines = source.decode("utf-8", errors="surrogateescape").splitlines()
+
+    def removed(statement: ast.stmt) -> tuple[int, int] | None:
+        end = statement.end_lineno or statement.lineno
+        return next((s for s in edits if s[0] <= statement.lineno and end <= s[1]), None)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module):
+            continue  # an empty module is still one
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if not isinstance(block, list) or not block or not isinstance(block[0], ast.stmt):
+                continue
+            by = [removed(statement) for statement in block]
+            if all(by):
+                first = min(span for span in by if span)
+                line = lines[first[0] - 1]
+                edits[first] = line[: len(line) - len(line.lstrip())] + "pass"
+    return edits
 
 
 def is_setup(method: MethodInfo) -> bool:

@@ -67,6 +67,8 @@ def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
         return None if task.given_test_file is None else task.given_test_file.encode("utf-8")
     from miner.languages import get_language
 
+    from .pruning import removals
+
     language = get_language(task.language)
     new = GitTree(repo_path, task.rev2).read(task.test_file)
     if new is None:
@@ -83,10 +85,14 @@ def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
     targets = sorted(
         ((methods[key], remove) for key, remove in wanted if key in methods), key=lambda t: -t[0].start_line
     )
+    gone = [(m.start_line, m.end_line) for m, remove in targets if remove or m.key not in old_methods]
+    left = removals(new, task.language, gone)  # Python: ``pass`` where a class would be left empty
     for method, remove in targets:
         start, end = method.start_line - 1, method.end_line
         previous = None if remove else old_methods.get(method.key)
         replacement = previous.source.splitlines(keepends=True) if previous else []
+        if not previous and left.get((method.start_line, method.end_line)):
+            replacement = [left[(method.start_line, method.end_line)] + "\n"]
         if replacement and not replacement[-1].endswith("\n"):
             replacement[-1] += "\n"
         indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]

@@ -17,6 +17,7 @@ from sqlmodel import select
 from runners.agents import Agent, find_agent
 from runners.pruning import alone
 from runners.scoring import ScoreOptions, score
+from runners.workspace import reset_test_file
 from tasks import AgentRun, Task, open_store
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
@@ -78,6 +79,53 @@ def test_a_cut_keeps_what_the_method_uses_and_line_numbers() -> None:
     assert len(text.splitlines()) == len(NEW_FILE.splitlines())
     cut = alone(NEW_FILE.encode(), "python", "test_cube")
     assert cut is not None and "def expected_cube" in cut.decode() and "import square, cube" in cut.decode()
+
+
+IN_BLOCKS = (
+    "from calc.squarer import square, cube\n\n"
+    "try:\n    import json\n\n    HAS_JSON = True\nexcept ImportError:\n    HAS_JSON = False\n\n\n"
+    "def test_square():\n    assert square(2) == 4\n\n\n"
+    "class TestMore:\n    def test_square_again(self):\n        assert square(3) == 9\n\n\n"
+    "class TestCube:\n    def test_cube(self):\n        assert cube(2) == 8\n"
+)
+
+
+def test_a_python_cut_leaves_no_block_empty(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """requests' test file (2024): cut down to one method, a class whose methods all went and
+    ``except ImportError:`` whose only line was an unused field were left without a statement, so
+    every cut failed with an IndentationError, and a moved test that passes on the old code became
+    a task. The agent's start file, without the gold's class's only method, must parse too."""
+    repo = GitRepo(tmp_path / "calc")
+    repo.commit("initial", "2024-06-01T09:00:00+00:00", {
+        "requirements.txt": "# pytest only\n", "calc/__init__.py": "",
+        "calc/squarer.py": "def square(a):\n    return a * a\n",
+        "tests/test_squarer.py": "from calc.squarer import square\n\n\ndef test_square():\n"
+                                 "    assert square(2) == 4\n",
+    })  # fmt: skip
+    repo.commit("cube", "2024-06-02T09:00:00+00:00", {
+        "calc/squarer.py": "def square(a):\n    return a**2\n\n\ndef cube(a):\n    return a * a * a\n",
+        "tests/test_squarer.py": IN_BLOCKS,
+    })  # fmt: skip
+    for name in ("test_square", "test_square_again", "test_cube"):
+        cut = alone(IN_BLOCKS.encode(), "python", name)
+        assert cut is not None
+        compile(cut, name, "exec")  # raised IndentationError before
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    labels = {
+        method: (str(r.drop_reason or r.label), (r.cells.get("NO") or {}).get("outcome"))
+        for method, r in records(db).items()
+    }
+    assert labels == {
+        "TestMore.test_square_again": ("test_generation_pass_old", "pass"),
+        "TestCube.test_cube": ("test_generation", "compile_error"),
+        "test_square": ("test_update_negative", None),  # moved down the file, unchanged
+    }
+    with open_store(db).session() as s:
+        (task,) = s.exec(select(Task)).all()
+    given = reset_test_file(task, repo.path)
+    assert given is not None and "def test_cube" not in given.decode()
+    compile(given, "given", "exec")
+    assert "class TestCube:\n    pass\n" in given.decode()
 
 
 JAVA_TEST = """package demo;
