@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import io
 import textwrap
 import tokenize
@@ -213,9 +214,19 @@ def _references(node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _tokens(source: str) -> tuple[str, ...]:
-    """Tokens without comments and layout; falls back to words if the snippet will not tokenize."""
+    """Tokens of the code as ``ast`` reads it, without comments and layout: the quotes, ``u``
+    prefixes, parentheses and trailing commas a formatter changes are no change (black reformatted
+    all of requests' tests in 2a6f290bc0). Falls back to the tokens as written where the snippet
+    does not parse (a Python 2 one), and to words where it does not tokenize."""
+    text = textwrap.dedent(source)
+    with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+        tree = _parse_quietly(text)[0]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant):
+                node.kind = None  # u"x" is "x" (pyupgrade's rewrite, in the same requests commit)
+        text = ast.unparse(tree)
     try:
-        readline = io.StringIO(textwrap.dedent(source)).readline
+        readline = io.StringIO(text).readline
         return tuple(
             tok.string for tok in tokenize.generate_tokens(readline) if tok.type not in _SKIPPED_TOKENS
         )

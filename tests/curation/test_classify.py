@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from curation import classify
@@ -133,6 +136,32 @@ def test_python_refactoring_and_keywords_stay() -> None:
     assert is_refactoring(PYTHON, old, "def test_b():\n    # c\n    result = f(1)\n    assert result == 2\n")
     assert not is_refactoring(PYTHON, old, "def test_a():\n    value = f(1)\n    assert value != 2\n")
     assert normalized(("if", "x", "is", "None"), "python") == ("if", "<v0>", "is", "None")
+
+
+OLD_STYLE = """def test_post(httpbin):
+    r = requests.post(httpbin('post'), data={'a': 'b'},
+                      headers = {'X-Thing': 'yes'})
+    assert (r.status_code == 200)
+    assert r.json()['form'] == {u'a': 'b'}  # layout as written in 2015
+"""
+
+
+def test_a_formatters_python_rewrite_is_refactoring() -> None:
+    """requests 2a6f290bc0 ran black over every test: quotes, parentheses, trailing commas and
+    layout changed, nothing else. ruff's formatter (black's style) rewrites the same way here."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "-"],
+        input=OLD_STYLE,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    formatted = done.stdout
+    assert '"post"' in formatted and formatted != OLD_STYLE
+    formatted = formatted.replace('u"a"', '"a"')  # and pyupgrade's
+    assert is_refactoring(PYTHON, OLD_STYLE, formatted)
+    assert not is_refactoring(PYTHON, OLD_STYLE, formatted.replace('"yes"', '"no"'))
+    assert not is_refactoring(PYTHON, OLD_STYLE, formatted.replace("== 200", "== 201"))
 
 
 def test_test_ids_from_method_keys() -> None:
