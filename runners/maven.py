@@ -93,6 +93,18 @@ class LauncherFailed(CoevoError):
     """The JUnit console launcher itself failed, so no test outcome can be read."""
 
 
+class JavacRefused(CoevoError):
+    """javac refused its command line (a folder it cannot find, a flag it lacks), so it compiled
+    nothing: a fault of coevo's, never a compile error of the test file."""
+
+
+_JAVAC_REFUSED = re.compile(
+    r"^(?:javac|error): (?:directory not found|invalid flag|invalid (?:source|target) release|"
+    r"file not found|no source files)\b.*$",
+    re.MULTILINE,
+)
+
+
 def maven_repository() -> str:
     """The local Maven repository shared by all builds: ``$COEVO_M2`` or ``~/.m2/repository``."""
     return os.environ.get(M2_ENV) or str(Path.home() / ".m2" / "repository")
@@ -427,11 +439,13 @@ class MavenTool:
         sandbox.write_file(argfile, _argfile(["-cp", ":".join(classpath)]))
         # JDK 23 stopped running annotation processors (Lombok) found on the classpath unasked.
         processors = ["-proc:full"] if jdk.feature >= 21 else []
+        output = _absolute(sandbox.workdir, output_dir)
+        sandbox.exec(["mkdir", "-p", output], 60)  # JDK 8's javac makes no -d folder: it refuses
         command = [
             str(jdk.javac),
             *(f"-J{option}" for option in QUICK_JVM),
             "-d",
-            _absolute(sandbox.workdir, output_dir),
+            output,
             "-encoding",
             "UTF-8",
             "-nowarn",
@@ -445,6 +459,9 @@ class MavenTool:
         if log.timed_out:
             return BuildResult(False, f"javac timed out after {timeout:g}s", log)
         if not log.ok:
+            refused = _JAVAC_REFUSED.search(_ANSI.sub("", log.stderr + "\n" + log.stdout))
+            if refused:  # javac did not compile at all: no fact about the test file
+                raise JavacRefused(f"javac refused to run: {refused.group(0).strip()}")
             return BuildResult(False, _javac_error(log, sandbox.workdir), log)
         return BuildResult(True, "", log)
 

@@ -89,6 +89,21 @@ def test_source_1_6_builds_raised_on_the_hosts_jdk_and_as_declared_on_jdk_8_in_d
     assert _chosen(local).get("level") == raised
     assert _chosen(docker)["jdk"] == "8" and "level" not in _chosen(docker)
     assert any(entry.startswith("java==1.8.") for entry in docker.installed)
+    # A cross cell compiles a test file into a folder of its own, which JDK 8's javac does not make:
+    # every cross cell of a Java 8 revision was a "compile error" of coevo's (joda-time, 2015).
+    for built in (docker, local):
+        assert built.environment is not None and built.spec is not None and built.worktree is not None
+        runner = built.environment.sandbox(built.worktree, built.repository)
+        try:
+            compiled = built.environment.tool.compile_test_file(
+                runner,
+                built.spec,
+                "src/test/java/demo/CalcTest.java",
+                output_dir=".coevo/cross/p1_0_NO/classes",
+            )
+        finally:
+            runner.close()
+        assert compiled.ok, compiled.message
 
 
 @pytest.mark.maven
@@ -206,3 +221,19 @@ def test_a_module_that_needs_a_newer_jdk_retries_the_build_on_it(tmp_path: Path)
     assert _chosen(built)["retry"] == f"JDK {oldest.feature} -> JDK {newest.feature}"
     assert "class file" in next(c.why for c in built.choices if c.name == "retry")
     assert _outcomes(built, ["demo.CalcTest#adds", "demo.app.AppTest#usesCore"]) == ["pass", "pass"]
+
+
+def test_javac_refusing_its_command_line_is_told_from_a_compile_error() -> None:
+    """What JDK 8's javac printed for the missing folder (above, before the fix) is coevo's fault;
+    an error in the test file is the file's."""
+    from runners.maven import _JAVAC_REFUSED
+
+    refused = (
+        "javac: directory not found: .coevo/cross/p1_0_NO/classes\nUsage: javac <options> <source files>\n"
+    )
+    assert _JAVAC_REFUSED.search(refused)
+    assert _JAVAC_REFUSED.search("error: invalid flag: -proc:full\n")
+    compile_error = (
+        "src/test/java/demo/CalcTest.java:9: error: cannot find symbol\n  symbol: method cube(int)\n"
+    )
+    assert not _JAVAC_REFUSED.search(compile_error)
