@@ -67,7 +67,7 @@ def scan_python_function(text: str) -> MethodScan:
         return frozenset(), frozenset(), _tokens(text)
     node = next((n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), tree)
     calls, type_refs = _references(node)
-    return calls, type_refs, _tokens(text)
+    return calls, type_refs, _tokens(text, tree)
 
 
 def _decode(source: bytes) -> str:
@@ -213,14 +213,15 @@ def _references(node: ast.AST) -> tuple[frozenset[str], frozenset[str]]:
     return frozenset(calls), frozenset(type_refs)
 
 
-def _tokens(source: str) -> tuple[str, ...]:
+def _tokens(source: str, tree: ast.AST | None = None) -> tuple[str, ...]:
     """Tokens of the code as ``ast`` reads it, without comments and layout: the quotes, ``u``
     prefixes, parentheses and trailing commas a formatter changes are no change (black reformatted
     all of requests' tests in 2a6f290bc0). Falls back to the tokens as written where the snippet
-    does not parse (a Python 2 one), and to words where it does not tokenize."""
+    does not parse (a Python 2 one), and to words where it does not tokenize. ``tree``: the
+    parse of ``source`` dedented, where the caller has it (its constants lose their ``u`` here)."""
     text = textwrap.dedent(source)
     with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-        tree = _parse_quietly(text)[0]
+        tree = tree or _parse_quietly(text)[0]
         for node in ast.walk(tree):
             if isinstance(node, ast.Constant):
                 node.kind = None  # u"x" is "x" (pyupgrade's rewrite, in the same requests commit)

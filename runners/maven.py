@@ -439,8 +439,9 @@ class MavenTool:
         sandbox.write_file(argfile, _argfile(["-cp", ":".join(classpath)]))
         # JDK 23 stopped running annotation processors (Lombok) found on the classpath unasked.
         processors = ["-proc:full"] if jdk.feature >= 21 else []
+        # JDK 8's javac makes no -d folder, it refuses: made from the host (no exec in the sandbox).
+        sandbox.write_file(posixpath.join(output_dir, ".folder"), b"")
         output = _absolute(sandbox.workdir, output_dir)
-        sandbox.exec(["mkdir", "-p", output], 60)  # JDK 8's javac makes no -d folder: it refuses
         command = [
             str(jdk.javac),
             *(f"-J{option}" for option in QUICK_JVM),
