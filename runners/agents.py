@@ -29,7 +29,6 @@ and ``{track}``. It runs with the workspace as its working folder.
 from __future__ import annotations
 
 import difflib
-import math
 import os
 import pwd
 import shlex
@@ -47,6 +46,7 @@ from tasks import CoevoError, Repository, Store
 
 from .maven import maven_repository
 from .revisions import work_root
+from .scratch import scratch_root
 from .tools import tools_dir
 from .venvs import venvs_root
 
@@ -63,6 +63,10 @@ _SYSTEM_FOLDERS = frozenset(
 _KERNEL_FOLDERS = tuple(Path("/", name) for name in ("proc", "sys", "dev", "run", "etc", "boot"))
 """Nothing inside these is an agent's folder either: the kernel's and the system's state."""
 _DOCKER_SOCKETS = (Path("/var/run/docker.sock"), Path("/run/docker.sock"))
+_DOCKER_DATA = (Path("/var/lib/docker"), Path("/var/lib/containerd"))
+"""Docker's and containerd's data roots by default: every container's files and volumes."""
+MAX_TIMEOUT = 7 * 24 * 3600.0
+"""Seconds an agent's ``timeout`` may be at most (a week)."""
 
 
 class BadAgent(CoevoError):
@@ -207,6 +211,9 @@ def protected_folders(store: Store, work: Path | None = None) -> list[Path]:
         tools_dir(),
         Path.home() / ".cache" / "coevo",
         *_DOCKER_SOCKETS,
+        *_DOCKER_DATA,
+        *_docker_data_root(),
+        scratch_root(),  # judge trees and workspaces of runs going on now
     ]
     socket = os.environ.get("DOCKER_HOST", "")
     if socket.startswith("unix://"):
@@ -220,6 +227,17 @@ def protected_folders(store: Store, work: Path | None = None) -> list[Path]:
             if "://" not in repository.location and Path(repository.location).expanduser().exists():
                 found.append(Path(repository.location).expanduser())
     return found
+
+
+def _docker_data_root() -> list[Path]:
+    """The data root the Docker daemon reports, when one answers (it may not be the default)."""
+    try:
+        from .docker_sandbox import docker_client
+
+        root = docker_client().info().get("DockerRootDir")
+    except Exception:  # no daemon: the default roots are refused anyway
+        return []
+    return [Path(root)] if isinstance(root, str) and root.startswith("/") else []
 
 
 def _homes() -> list[Path]:
@@ -240,7 +258,7 @@ def _command(value: Any) -> str | None:
 def _timeout(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value) if value > 0 and math.isfinite(value) else None
+    return float(value) if 0 < value <= MAX_TIMEOUT else None
 
 
 def _network(value: Any) -> bool | None:
@@ -264,7 +282,7 @@ _KEYS: dict[str, tuple[Callable[[Any], Any], str]] = {
     "command": (_command, "a non-empty string"),
     "model": (_text, "a string"),
     "cutoff": (_cutoff, "a date (2025-06-01, unquoted or as an ISO string) or a date-time"),
-    "timeout": (_timeout, "a positive number of seconds"),
+    "timeout": (_timeout, "a positive number of seconds, at most a week"),
     "network": (_network, "true or false (unquoted)"),
     "mount": (_text, "a string (a folder, relative to the agents file)"),
     "image": (_text, "a string (an image name)"),

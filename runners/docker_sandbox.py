@@ -96,7 +96,7 @@ def remove_leftovers(client: Any) -> int:
         if owner is None or not owner.is_dead():
             continue
         with contextlib.suppress(Exception):
-            container.remove(force=True)
+            container.remove(force=True, v=True)
             removed += 1
     return removed
 
@@ -293,15 +293,15 @@ class DockerSandbox:
         """Writes into the worktree from the host, following no link the container may have made."""
         write_beneath(self._worktree, path, data)
 
-    def read_file(self, path: str) -> bytes | None:
+    def read_file(self, path: str, limit: int | None = None) -> bytes | None:
         """Reads from the worktree on the host; a symbolic link reads as no file."""
-        return read_beneath(self._worktree, path)
+        return read_beneath(self._worktree, path, limit)
 
     def close(self) -> None:
         container, self._container = self._container, None
         if container is not None:
             with contextlib.suppress(Exception):
-                container.remove(force=True)
+                container.remove(force=True, v=True)
         proxy, self._proxy = self._proxy, None
         if proxy is not None:
             proxy.close()

@@ -27,7 +27,17 @@ from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
 from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
-from .results import Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml, without_roots
+from .results import (
+    REPORT_LIMIT,
+    Outcome,
+    TestResult,
+    UnreadableReport,
+    bounded,
+    cause_line,
+    in_context,
+    parse_junit_xml,
+    without_roots,
+)
 from .sandbox import ExecResult, Sandbox
 from .tools import MAVEN_VERSION, maven_home, tool_jar
 
@@ -460,9 +470,9 @@ class MavenTool:
         if log.timed_out:
             return BuildResult(False, f"javac timed out after {timeout:g}s", log)
         if not log.ok:
-            refused = _JAVAC_REFUSED.search(_ANSI.sub("", log.stderr + "\n" + log.stdout))
+            refused = _javac_refusal(log)
             if refused:  # javac did not compile at all: no fact about the test file
-                raise JavacRefused(f"javac refused to run: {refused.group(0).strip()}")
+                raise JavacRefused(f"javac refused to run: {refused}")
             return BuildResult(False, _javac_error(log, sandbox.workdir), log)
         return BuildResult(True, "", log)
 
@@ -522,15 +532,26 @@ class MavenTool:
             *(["--excludedMethods", ",".join(excluded)] if excluded else []),
         ]  # fmt: skip
         log = sandbox.exec(command, timeout, env=env, cwd=_absolute(sandbox.workdir, module))
-        report = sandbox.read_file(f"{run}/pit/mutations.xml")
+        try:
+            report = sandbox.read_file(f"{run}/pit/mutations.xml", limit=REPORT_LIMIT)
+        except UnreadableReport as exc:
+            report, unreadable = None, str(exc)
+        else:
+            unreadable = ""
         sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
+        if unreadable:
+            return MutationResult((), f"PIT's report is unreadable: {unreadable}", log, complete=False)
         if report is None:
+            # What PIT printed is never read as a fact (the tests write to the same streams): no
+            # report is no measurement, whatever the reason shown.
             reason = "timed out" if log.timed_out else _pit_error(log)
-            # "No mutations found": the focal methods have none (every other failure: unknown).
-            complete = reason.startswith("No mutations found")
-            return MutationResult((), f"PIT wrote no report: {reason}", log, complete=complete)
+            return MutationResult((), f"PIT wrote no report: {reason}", log, complete=False)
         tests = [f"{test_class}#{method}" for method in test_methods]
-        mutants = tuple(m for m in parse_mutations(report, tests) if _on_focal(m, focal))
+        try:
+            parsed = parse_mutations(report, tests)
+        except UnreadableReport as exc:
+            return MutationResult((), str(exc), log, complete=False)
+        mutants = tuple(m for m in parsed if _on_focal(m, focal))
         result = MutationResult(mutants, "", log)
         if not any(m.detected for m in mutants):
             return result
@@ -622,17 +643,27 @@ class MavenTool:
         ]
         log = sandbox.exec(command, timeout, env=env, cwd=basedir)
         reported: list[TestResult] = []
-        for report in _REPORTS:
-            data = sandbox.read_file(f"{run}/reports/{report}")
-            if data is not None:
-                reported.extend(parse_junit_xml(data, java=True))
+        try:
+            for report in _REPORTS:
+                data = sandbox.read_file(f"{run}/reports/{report}", limit=REPORT_LIMIT)
+                if data is not None:
+                    reported.extend(parse_junit_xml(data, java=True))
+        except UnreadableReport as exc:
+            # The tests ran in the JVM that wrote it (a shutdown hook can rewrite it): their error.
+            sandbox.exec(["rm", "-rf", run_dir], 60)
+            why = f"the tests' run left a report coevo cannot read: {exc}"
+            return _Launch(
+                {t.reported: TestResult(t.reported, Outcome.ERROR, why) for t in tests}, log, run_dir
+            )
         if not reported and not log.timed_out and log.exit_code not in (0, 1):
             sandbox.exec(["rm", "-rf", run_dir], 60)
             raise LauncherFailed(f"the JUnit console launcher failed: {_last_line(log)}")
         failed_engine = _discovery_failure(log)
-        if failed_engine:
+        reported_ids = {r.test.split("[")[0] for r in reported}
+        if failed_engine and any(t.reported not in reported_ids for t in tests):
             # An engine that cannot discover reports no test: that is no "absent" test, but a
-            # harness that cannot run them.
+            # harness that cannot run them. (The line is read from the output, which the tests
+            # also write: where the report has every test, they ran, whatever was printed.)
             sandbox.exec(["rm", "-rf", run_dir], 60)
             raise LauncherFailed(failed_engine)
         results: dict[str, TestResult] = {}
@@ -911,6 +942,19 @@ def _discovery_failure(log: ExecResult) -> str:
             return f"the JUnit {match.group(1)} engine failed to discover tests" + (
                 f": {cause}" if cause else ""
             )
+    return ""
+
+
+def _javac_refusal(log: ExecResult) -> str:
+    """The line with which javac refused its command line, or "". javac says so first and
+    compiles nothing; a compile error quotes the source's lines, which may read the same (an
+    agent's file holding ``error: file not found`` at column 0), so only the first line counts."""
+    for text in (log.stderr, log.stdout):
+        lines = [_ANSI.sub("", line).strip() for line in text.splitlines()]
+        lines = [line for line in lines if line and not line.startswith(_JVM_NOTE)]
+        if lines:
+            refused = _JAVAC_REFUSED.match(lines[0])
+            return refused.group(0).strip() if refused else ""
     return ""
 
 

@@ -26,6 +26,7 @@ from urllib.parse import unquote
 
 from tasks import InfrastructureError
 
+from .results import UnreadableReport
 from .sandbox import ExecResult
 from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, tools_dir
 
@@ -69,6 +70,18 @@ class Mutant:
     killing_tests: tuple[str, ...] = ()
     """The scored tests that detected it, by coevo's ids (``pkg.Class#method``, pytest node ids);
     empty when none did or it was not run."""
+    asserted_by: tuple[str, ...] | None = None
+    """Those of ``killing_tests`` whose own check failed under it: an assertion of the test
+    framework, or an exception the test's own code raised (not one that escaped from the code
+    under test, nor a timeout). None when the mutation tool cannot tell (PIT): then
+    :attr:`evidence` is every killing test."""
+
+    @property
+    def evidence(self) -> tuple[str, ...]:
+        """The tests this mutant's detection shows to check the focal code (:mod:`runners.success`)."""
+        if not self.detected:
+            return ()
+        return self.killing_tests if self.asserted_by is None else self.asserted_by
 
     @property
     def detected(self) -> bool:
@@ -109,7 +122,13 @@ def parse_mutations(report: bytes, scored: Sequence[str] = ()) -> list[Mutant]:
     killed) was detected by each test that covers it and is not listed as succeeding (each
     scored test when PIT lists no covering test), as a Python timeout is.
     """
-    root = ET.fromstring(report)
+    try:
+        return _mutants(ET.fromstring(report), scored)
+    except (ET.ParseError, ValueError, TypeError) as exc:
+        raise UnreadableReport(f"PIT's report is unreadable ({type(exc).__name__}: {exc})") from None
+
+
+def _mutants(root: ET.Element, scored: Sequence[str]) -> list[Mutant]:
     mutants = []
     for node in root.iter("mutation"):
 
@@ -192,7 +211,10 @@ def after_control_run(
         if mutant.detected:
             kept = tuple(t for t in mutant.killing_tests or tests if t not in unstable)
             status = mutant.status if kept else "SURVIVED"
-            mutant = dataclasses.replace(mutant, killing_tests=kept, status=status)
+            asserted = mutant.asserted_by
+            if asserted is not None:
+                asserted = tuple(t for t in asserted if t in kept)
+            mutant = dataclasses.replace(mutant, killing_tests=kept, status=status, asserted_by=asserted)
         mutants.append(mutant)
     names = ", ".join(_test_name(t) for t in unstable)
     note = (

@@ -28,7 +28,7 @@ from pathlib import Path
 from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
-from .results import Outcome, TestResult, bounded, in_context, without_roots
+from .results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
 from .sandbox import ExecResult, Sandbox, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
@@ -50,6 +50,7 @@ _PLUGIN_SOURCE = '''\
 """coevo: run only the requested node ids; stream each report as a JSON line."""
 import json
 import os
+import re
 
 import pytest
 
@@ -177,8 +178,48 @@ def pytest_runtest_logreport(report):
             "xfail": hasattr(report, "wasxfail"),
             "message": _message(report),
             "duration": getattr(report, "duration", 0.0),
+            "oracle": getattr(report, "coevo_oracle", None),
         }
     )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when == "call" and call.excinfo is not None and report.failed:
+        report.coevo_oracle = _oracle(item, call.excinfo)
+
+
+_TEST_CODE = re.compile(r"(^|/)(tests?/|test_[^/]*\\.py$|[^/]*_test\\.py$|conftest\\.py$)")
+
+
+def _oracle(item, excinfo):
+    """Whether the test failed by its own check: an exception its own code raised (an ``assert``,
+    an explicit ``raise``), or a check of a test framework it called (``pytest.raises``,
+    ``pytest.fail``, ``self.assertEqual``: an AssertionError or pytest's Failed raised outside
+    the project's production code). An exception that escaped from the code under test is none."""
+    try:
+        own = os.path.realpath(str(item.fspath))
+        entries = list(excinfo.traceback)
+        paths = [os.path.realpath(str(entry.path)) for entry in entries]
+        if own not in paths:
+            return False
+        last_own = max(index for index, path in enumerate(paths) if path == own)
+        if last_own == len(entries) - 1:  # raised by the test's own code
+            if excinfo.errisinstance(AssertionError):
+                return True
+            return str(entries[-1].statement).lstrip().startswith("raise")
+        checks = (AssertionError, getattr(pytest.fail, "Exception", AssertionError))
+        if not excinfo.errisinstance(checks):
+            return False
+        root = os.path.realpath(str(item.config.rootdir))
+        innermost = paths[-1]
+        if innermost.startswith(root + os.sep):
+            return _TEST_CODE.search(os.path.relpath(innermost, root).replace(os.sep, "/")) is not None
+        return True
+    except Exception:  # a traceback it cannot read shows no check
+        return False
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -315,7 +356,11 @@ class PytestTool:
                 *files,
             ]
             log = sandbox.exec(argv, timeout=_left(deadline), env=env)
-            records = _read_records(read_beneath(scratch, "results.jsonl"))
+            try:
+                records = _read_records(read_beneath(scratch, "results.jsonl", REPORT_LIMIT))
+            except UnreadableReport as exc:  # the tests wrote it: their error
+                why = f"the tests' run left results coevo cannot read: {exc}"
+                return TestRun(tuple(TestResult(t, Outcome.ERROR, why) for t in requested), log=log), []
             results = _results(requested, records, log, worktree)
             lines: dict[str, Coverage] = {}
             if coverage:
@@ -383,7 +428,15 @@ class PytestTool:
                 status = "NO_COVERAGE"
             else:
                 status = "SURVIVED"
-            found.append(Mutant(*where, status, mutant.operator, which, killing_tests=killers))
+            # Detection by the tests' own checks: an exception escaping from the mutated code, or
+            # a timeout, shows that the code changed, not that the test checks it.
+            checked = {r["id"] for r in records if r.get("when") == "call" and r.get("oracle") is True}
+            asserted = tuple(
+                t for t in killers if t in checked or any(c.startswith(t + "[") for c in checked)
+            )
+            found.append(
+                Mutant(*where, status, mutant.operator, which, killing_tests=killers, asserted_by=asserted)
+            )
         result = MutationResult(tuple(found), message, baseline.log, complete=not message)
         if not any(m.detected for m in found):
             return result
@@ -524,13 +577,49 @@ def _relative(path: str, worktree: Path) -> str:
     return path
 
 
+_RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "collected": (list,),
+    "collect_error": (str,),
+    "message": (str,),
+    "id": (str,),
+    "when": (str,),
+    "outcome": (str,),
+    "xfail": (bool,),
+    "duration": (int, float),
+    "oracle": (bool, type(None)),
+    "mutant_loaded": (str,),
+}
+"""What the plugin writes, field by field: the tests run in the same process and can append to the
+file, so anything else is theirs."""
+
+
 def _read_records(data: bytes | None) -> list[dict]:
+    """The plugin's records; :class:`~runners.results.UnreadableReport` for anything it does not
+    write (a line that is no JSON object, an unknown field, a field of another type), but for the
+    last line of a killed run, which may be cut short."""
     records: list[dict] = []
-    for line in (data or b"").decode("utf-8", errors="replace").splitlines():
+    text = (data or b"").decode("utf-8", errors="replace")
+    lines = text.splitlines()
+    for number, line in enumerate(lines, 1):
         try:
-            records.append(json.loads(line))
-        except ValueError:  # the last line of a killed run may be cut short
-            continue
+            record = json.loads(line)
+        except ValueError:
+            if number == len(lines) and not text.endswith("\n"):
+                continue
+            raise UnreadableReport(f"line {number} of the results is not JSON") from None
+        if not isinstance(record, dict) or not record:
+            raise UnreadableReport(f"line {number} of the results is not a record")
+        for key, value in record.items():
+            kinds = _RECORD_FIELDS.get(key)
+            if (
+                kinds is None
+                or not isinstance(value, kinds)
+                or (kinds == (int, float) and isinstance(value, bool))
+            ):
+                raise UnreadableReport(f"line {number} of the results has a bad field {key[:40]!r}")
+        if not all(isinstance(node, str) for node in record.get("collected", ())):
+            raise UnreadableReport(f"line {number} of the results has a bad field 'collected'")
+        records.append(record)
     return records
 
 
@@ -629,12 +718,17 @@ def _read_coverage(
     out = scratch / "coverage.json"
     argv = [python, str(scratch / "read_coverage.py"), str(data), str(out)]
     result = sandbox.exec(argv, timeout=min(_left(deadline) + 60, _COVERAGE_READ_TIMEOUT))
-    written = read_beneath(scratch, out.name)
+    try:
+        written = read_beneath(scratch, out.name, REPORT_LIMIT)
+    except UnreadableReport:
+        return {}
     if not result.ok or written is None:
         return {}
     try:
         raw: Mapping[str, Mapping[str, list[int]]] = json.loads(written)
     except ValueError:
+        return {}
+    if not _coverage_shaped(raw):  # the tests can write coverage's data: no coverage, then
         return {}
     coverage: dict[str, Coverage] = {}
     for test, files in raw.items():
@@ -646,3 +740,17 @@ def _read_coverage(
             lines[relative] = frozenset(numbers) | lines.get(relative, frozenset())
         coverage[test] = Coverage(lines=lines)
     return coverage
+
+
+def _coverage_shaped(raw: object) -> bool:
+    """Whether ``raw`` is what the coverage reader writes: test → path → list of line numbers."""
+    return isinstance(raw, dict) and all(
+        isinstance(files, dict)
+        and all(
+            isinstance(path, str)
+            and isinstance(numbers, list)
+            and all(isinstance(n, int) and not isinstance(n, bool) for n in numbers)
+            for path, numbers in files.items()
+        )
+        for files in raw.values()
+    )

@@ -14,6 +14,13 @@ MESSAGE_LIMIT = 6000
 """Characters a stored build or test message keeps: its head and its tail, cut in the middle."""
 CAUSE_LIMIT = 500
 """Characters of a cause line."""
+REPORT_LIMIT = 64 * 1024 * 1024
+"""Bytes a report that tests can write (results, XML reports, coverage) may have to be read."""
+
+
+class UnreadableReport(ValueError):
+    """A report a run of tests left is malformed, over :data:`REPORT_LIMIT`, or of the wrong shape.
+    The tests that ran could write it: what they wrote is their outcome, an error, never coevo's."""
 
 
 class Outcome(StrEnum):
@@ -75,7 +82,13 @@ def parse_junit_xml(data: bytes, java: bool) -> list[TestResult]:
     ``java`` ids are ``classname#name`` with the parameter list dropped; Python ids are
     rebuilt as pytest node ids from ``file`` or ``classname``.
     """
-    root = ET.fromstring(data)
+    try:
+        return _junit_results(ET.fromstring(data), java)
+    except (ET.ParseError, ValueError, TypeError) as exc:
+        raise UnreadableReport(f"its JUnit XML report is unreadable ({type(exc).__name__}: {exc})") from None
+
+
+def _junit_results(root: ET.Element, java: bool) -> list[TestResult]:
     results: list[TestResult] = []
     for case in root.iter("testcase"):
         failure = case.find("failure")

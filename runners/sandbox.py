@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from tasks import CoevoError
 
+from .results import UnreadableReport
 from .scratch import owned_folder
 
 DEFAULT_OUTPUT_LIMIT = 1 << 20
@@ -63,8 +64,9 @@ class Sandbox(Protocol):
     def write_file(self, path: str, data: bytes) -> None:
         """Writes a file, relative to the worktree."""
 
-    def read_file(self, path: str) -> bytes | None:
-        """A file's bytes, relative to the worktree, or None when it does not exist."""
+    def read_file(self, path: str, limit: int | None = None) -> bytes | None:
+        """A file's bytes, relative to the worktree, or None when it does not exist; over ``limit``
+        bytes, :class:`~runners.results.UnreadableReport`."""
 
     def close(self) -> None:
         """Stops everything the sandbox started and frees it; safe to call twice."""
@@ -149,9 +151,12 @@ class LocalSandbox:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
 
-    def read_file(self, path: str) -> bytes | None:
+    def read_file(self, path: str, limit: int | None = None) -> bytes | None:
         target = Path(self.workdir) / path
-        return target.read_bytes() if target.is_file() else None
+        if not target.is_file():
+            return None
+        with target.open("rb") as handle:
+            return _bounded_read(handle, path, limit)
 
     def close(self) -> None:
         with self._lock:
@@ -174,8 +179,10 @@ class UnsafePath(CoevoError):
     (a symbolic link, a pipe, a path leading out of the folder)."""
 
 
-def read_beneath(root: Path, path: str) -> bytes | None:
-    """The bytes of the regular file ``path`` below ``root``, None when there is none.
+def read_beneath(root: Path, path: str, limit: int | None = None) -> bytes | None:
+    """The bytes of the regular file ``path`` below ``root``, None when there is none; over
+    ``limit`` bytes, :class:`~runners.results.UnreadableReport` (what tests wrote is not read
+    whole into coevo's memory).
 
     No symbolic link is followed, anywhere below ``root``: in a folder a container could write
     (a worktree, a scratch folder), a link may point at any file of the host.
@@ -185,7 +192,16 @@ def read_beneath(root: Path, path: str) -> bytes | None:
     except (OSError, UnsafePath):
         return None
     with os.fdopen(fd, "rb") as handle:
-        return handle.read()
+        return _bounded_read(handle, path, limit)
+
+
+def _bounded_read(handle: Any, path: str, limit: int | None) -> bytes:
+    if limit is None:
+        return bytes(handle.read())
+    data = bytes(handle.read(limit + 1))
+    if len(data) > limit:
+        raise UnreadableReport(f"{path} is over {limit} bytes: not read")
+    return data
 
 
 def write_beneath(root: Path, path: str, data: bytes) -> None:

@@ -29,6 +29,7 @@ import hashlib
 import importlib.metadata
 import json
 import platform
+import secrets
 import shutil
 import time
 from collections import Counter
@@ -286,11 +287,11 @@ def judge(
         return Verdict({m: _outcome("exec_fail", why) for m in ids}, None)
     tag = "s" + hashlib.sha256(f"{task.id}\0{content!r}".encode()).hexdigest()[:12]
 
-    def side(built: BuiltRevision, name: str) -> Side:
-        return _judge_side(task, built, repo_path, given, scratch / name)
+    def side(built: BuiltRevision) -> Side:
+        return _judge_side(task, built, repo_path, given, scratch)
 
     try:
-        with _closing(side(new, "judge-new")) as new_side:
+        with _closing(side(new)) as new_side:
             new_run = new_side.run_cross(
                 task.test_file, content, list(ids.values()), tag, timeout, coverage=True
             )
@@ -304,7 +305,7 @@ def judge(
     started = time.monotonic()
     mutation = None
     if passing:
-        with _closing(side(new, "judge-mutants")) as mutation_side:
+        with _closing(side(new)) as mutation_side:
             mutation = mutation_side.mutation_score(
                 task.test_file, content, passing, task.focal_methods, tag, timeout * 4, baseline=new_run
             )
@@ -312,7 +313,7 @@ def judge(
     on_old = {}
     if old is not None:
         try:
-            with _closing(side(old, "judge-old")) as old_side:
+            with _closing(side(old)) as old_side:
                 old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
             on_old = {r.test: r for r in old_run.results}
         except LauncherFailed as exc:
@@ -356,10 +357,15 @@ def judge(
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
 
 
-def _judge_side(task: Task, built: BuiltRevision, repo_path: Path, given: bytes | None, folder: Path) -> Side:
-    """A side over a fresh judge tree of ``built`` at ``folder``: rev2 gets the test file as the
-    agent got it (``given``); rev1's own test file holds no gold and stays."""
+def _judge_side(
+    task: Task, built: BuiltRevision, repo_path: Path, given: bytes | None, scratch: Path
+) -> Side:
+    """A side over a fresh judge tree of ``built`` in ``scratch``: rev2 gets the test file as the
+    agent got it (``given``); rev1's own test file holds no gold and stays. The tree's name is
+    random: the path a test sees says nothing of the phase it runs in (new code, old code,
+    mutants)."""
     mine = built.sha == task.rev2
+    folder = scratch / f"tree-{secrets.token_hex(8)}"
     tree = judge_tree(
         built, repo_path, [task.test_file] if mine else [], {task.test_file: given} if mine else {}, folder
     )
@@ -369,9 +375,9 @@ def _judge_side(task: Task, built: BuiltRevision, repo_path: Path, given: bytes 
 # --- the gold check --------------------------------------------------------------------------------
 
 
-_GOLD_CHECK_LAYOUT = 2
-"""Bumped when what a gold check measures changes (2: the focal mutants the gold detects), so
-checks kept from before are made again."""
+_GOLD_CHECK_LAYOUT = 3
+"""Bumped when what a gold check measures changes (2: the focal mutants the gold detects; 3: by
+its own checks, in complete runs only), so checks kept from before are made again."""
 
 
 class GoldChecks:
@@ -425,14 +431,13 @@ def check_gold(
         return GoldCheck(task_id=task.id, environment=environment, ok=False, message=message)
     gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
     given = reset_test_file(task, repo_path)
-    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-mutants")) as side:
+    with _closing(_judge_side(task, new, repo_path, given, scratch)) as side:
         mutation = side.mutation_score(
             task.test_file, gold, list(task.test_ids), task.focal_methods, "gold", timeout * 4
         )
-    if mutation is not None and not mutation.complete:
-        undetecting = list(task.test_ids)  # nothing measured for the gold: nothing asked of agents
-    else:
-        undetecting = [test for test in task.test_ids if not strict_success(True, test, mutation)]
+    # Nothing measured for the gold (no mutant, no complete run), or no mutant its own checks
+    # detect: nothing is asked of agents there.
+    undetecting = [test for test in task.test_ids if not strict_success(True, test, mutation)]
     return GoldCheck(task_id=task.id, environment=environment, ok=True, undetecting=undetecting)
 
 
@@ -453,11 +458,11 @@ def run_gold(
     gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
     given = reset_test_file(task, repo_path)
     ids = list(task.test_ids)
-    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-new")) as side:
+    with _closing(_judge_side(task, new, repo_path, given, scratch)) as side:
         on_new = {r.test: r for r in side.run_cross(task.test_file, gold, ids, "gold", timeout).results}
     on_old = None
     if old is not None:
-        with _closing(_judge_side(task, old, repo_path, given, scratch / "gold-old")) as side:
+        with _closing(_judge_side(task, old, repo_path, given, scratch)) as side:
             on_old = {r.test: r for r in side.run_cross(task.test_file, gold, ids, "gold", timeout).results}
     return GoldRun(on_new, on_old)
 
@@ -468,7 +473,7 @@ def _gold_holds(
     ids = dict(zip(task.test_methods, task.test_ids, strict=True))
     gold = GitTree(repo_path, task.rev2).read(task.test_file) or b""
     given = reset_test_file(task, repo_path)
-    with _closing(_judge_side(task, new, repo_path, given, scratch / "gold-new")) as side:
+    with _closing(_judge_side(task, new, repo_path, given, scratch)) as side:
         on_new = {
             r.test: r
             for r in side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
@@ -479,7 +484,7 @@ def _gold_holds(
             why = in_context(str(found.outcome), found.message)
             return False, in_context(f"the developer's {method} does not pass on the new code here", why)
     if old is not None:
-        with _closing(_judge_side(task, old, repo_path, given, scratch / "gold-old")) as side:
+        with _closing(_judge_side(task, old, repo_path, given, scratch)) as side:
             results = side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
         for result in results:
             if result.outcome == Outcome.PASS:

@@ -142,7 +142,13 @@ class Side:
             return dataclasses.replace(
                 result,
                 mutants=tuple(
-                    dataclasses.replace(m, killing_tests=tuple(back.get(t, t) for t in m.killing_tests))
+                    dataclasses.replace(
+                        m,
+                        killing_tests=tuple(back.get(t, t) for t in m.killing_tests),
+                        asserted_by=None
+                        if m.asserted_by is None
+                        else tuple(back.get(t, t) for t in m.asserted_by),
+                    )
                     for m in result.mutants
                 ),
                 unstable=tuple(back.get(t, t) for t in result.unstable),
@@ -152,10 +158,12 @@ class Side:
         if not methods:
             return None
         test_class, names = tests[0].split("#")[0], [test.split("#")[1] for test in tests]
+        # Compiled where the run on this tree's code would put it (a judge tree is fresh for each
+        # phase): the test's class location says nothing of the phase.
         classes = f"{_CROSS_ROOT}/{tag}/classes"
         pruned = only_these_tests(content, "java", names)
-        if self._compile_java(test_file, pruned, f"{tag}-scored", timeout).ok:
-            classes = f"{_CROSS_ROOT}/{tag}-scored/classes"  # else PIT gets the whole class
+        if not self._compile_java(test_file, pruned, tag, timeout).ok:
+            self._compile_java(test_file, content, tag, timeout)  # PIT gets the whole class
         return tool.mutation(
             self.sandbox,
             self.spec,

@@ -57,6 +57,7 @@ def _load_error(folder: Path, body: str) -> str:
         ("timeout", "0", "a positive number of seconds", "0 (an integer)"),
         ("timeout", "-5.5", "a positive number of seconds", "-5.5 (a float)"),
         ("timeout", "inf", "a positive number of seconds", "inf (a float)"),
+        ("timeout", "1e300", "a positive number of seconds, at most a week", "1e+300 (a float)"),
         ("timeout", "true", "a positive number of seconds", "true (a boolean)"),
         ("network", '"false"', "true or false (unquoted)", "'false' (a string)"),
         ("network", "0", "true or false (unquoted)", "0 (an integer)"),
@@ -241,6 +242,25 @@ def test_mounts_near_coevo_data_or_a_clone_are_refused(layout: Layout) -> None:
     assert f"(really {layout.clone}) is {layout.clone}" in message
     # The Docker socket's folder is a system folder; a socket elsewhere is protected by its path.
     assert Path("/run/docker.sock") in {p.resolve() for p in layout.protected}
+
+
+def test_mounts_of_running_judges_and_dockers_data_are_refused(layout: Layout) -> None:
+    """coevo's scratch root holds the judge trees of runs going on now (the gold's cross files
+    among them); Docker's data root holds every container's files and volumes."""
+    from runners.scratch import scratch_root
+
+    root = scratch_root()
+    assert f"is {root}," in _mount_error(root, layout.protected)
+    inside = root / "someone-else"
+    inside.mkdir(exist_ok=True)
+    try:
+        assert f"lies inside {root}" in _mount_error(inside, layout.protected)
+    finally:
+        inside.rmdir()
+    for data in (Path("/var/lib/docker"), Path("/var/lib/containerd")):
+        assert data in layout.protected
+    assert "system folder" in _mount_error(Path("/proc/self"), layout.protected)
+    assert "system folder" in _mount_error(Path("/sys/kernel"), layout.protected)
 
 
 def test_a_bad_mount_in_an_agents_file_stops_scoring(layout: Layout) -> None:

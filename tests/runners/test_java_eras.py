@@ -225,15 +225,26 @@ def test_a_module_that_needs_a_newer_jdk_retries_the_build_on_it(tmp_path: Path)
 
 def test_javac_refusing_its_command_line_is_told_from_a_compile_error() -> None:
     """What JDK 8's javac printed for the missing folder (above, before the fix) is coevo's fault;
-    an error in the test file is the file's."""
-    from runners.maven import _JAVAC_REFUSED
+    an error in the test file is the file's, even when the line javac quotes from it reads like a
+    refusal (an agent choosing which tasks it is scored on)."""
+    from runners.maven import _javac_refusal
+    from runners.sandbox import ExecResult
+
+    def said(stderr: str, stdout: str = "") -> str:
+        return _javac_refusal(ExecResult(2, stdout, stderr, 0.1))
 
     refused = (
         "javac: directory not found: .coevo/cross/p1_0_NO/classes\nUsage: javac <options> <source files>\n"
     )
-    assert _JAVAC_REFUSED.search(refused)
-    assert _JAVAC_REFUSED.search("error: invalid flag: -proc:full\n")
+    assert said(refused) == "javac: directory not found: .coevo/cross/p1_0_NO/classes"
+    assert said("", refused).startswith("javac: directory not found")
+    assert said("Picked up JAVA_TOOL_OPTIONS: -Dx=1\nerror: invalid flag: -proc:full\n")
     compile_error = (
         "src/test/java/demo/CalcTest.java:9: error: cannot find symbol\n  symbol: method cube(int)\n"
     )
-    assert not _JAVAC_REFUSED.search(compile_error)
+    assert not said(compile_error)
+    quoted = (
+        "src/test/java/demo/CalcTest.java:3: error: class, interface, enum, or record expected\n"
+        "error: file not found\n^\n1 error\n"
+    )
+    assert not said(quoted)

@@ -246,3 +246,22 @@ def test_a_test_that_fails_the_control_run_gets_credit_for_no_mutant() -> None:
     assert nobody.mutants[0].status == "SURVIVED" and nobody.unstable == (a, b)
     assert nobody.message.startswith("2 mutants not run: out of time; test_a, test_b did not pass")
     assert nobody.message.endswith("detected by them")
+
+
+def test_a_pit_report_coevo_cannot_read_is_no_measurement() -> None:
+    """What a test's process could leave in PIT's report folder: not XML, a number that is none."""
+    import pytest
+
+    from runners.results import UnreadableReport
+
+    for report in (
+        b"<mutations><mutation",
+        b"not xml",
+        b"<mutations>"
+        + _mutation("KILLED", 1, 3)
+        .replace("<lineNumber>3</lineNumber>", "<lineNumber>three</lineNumber>")
+        .encode()
+        + b"</mutations>",
+    ):
+        with pytest.raises(UnreadableReport):
+            parse_mutations(report)

@@ -761,3 +761,137 @@ def test_a_pytest_section_of_setup_cfg_is_honoured(tmp_path: Path) -> None:
     assert built.ok and built.message == "", built.message
     run = PytestTool().run_tests(LocalSandbox(root), PLAIN, ["tests/check_p.py::test_p"], timeout=120)
     assert [(r.outcome, r.message) for r in run.results] == [(Outcome.PASS, "")]
+
+
+AREA = """\
+def area(width, height):
+    if width < 0 or height < 0:
+        raise ValueError("negative side")
+    return width * height
+"""
+
+
+@pytest.mark.slow
+def test_only_a_tests_own_check_detects_a_mutant(tmp_path: Path) -> None:
+    """A mutant that makes the code raise fails every test that calls it; only the tests whose own
+    check failed (an assert, an explicit raise, pytest.raises, unittest's assertions) are its
+    evidence: a test that asserts nothing detects none (StrictSuccess by any exception)."""
+    from runners.mutation import python_mutants
+
+    root = write(
+        tmp_path / "area",
+        {
+            "area.py": AREA,
+            "tests/test_area.py": """\
+                import unittest
+
+                import pytest
+
+                from area import area
+
+
+                def test_shallow():
+                    area(2, 3)
+
+
+                def test_checks():
+                    assert area(2, 3) == 6
+
+
+                def test_raises():
+                    with pytest.raises(ValueError):
+                        area(-1, 3)
+
+
+                def test_explicit():
+                    if area(2, 3) != 6:
+                        raise RuntimeError("wrong area")
+
+
+                class TestCase(unittest.TestCase):
+                    def test_equal(self):
+                        self.assertEqual(area(2, 3), 6)
+            """,
+        },
+    )
+    focal = [{"file": "area.py", "method": "area", "start": 1, "end": 4}]
+    mutants = python_mutants(focal, {"area.py": AREA.encode()})
+    names = ("shallow", "checks", "raises", "explicit")
+    tests = [f"tests/test_area.py::test_{name}" for name in names] + [
+        "tests/test_area.py::TestCase::test_equal"
+    ]
+    result = PytestTool().mutation(LocalSandbox(root), PLAIN, tests, mutants, timeout=600)
+    killed = {t for m in result.mutants for t in m.killing_tests}
+    evidence = {t for m in result.mutants for t in m.evidence}
+    assert tests[0] in killed, result.mutants  # the negated check raises ValueError in it
+    assert evidence == set(tests[1:]), result.mutants
+    negated = [m for m in result.mutants if m.mutator == "AddNot" and m.line == 2]
+    assert negated and all(tests[0] in m.killing_tests and tests[0] not in m.evidence for m in negated)
+    # The asserting test is killed there by the escaping ValueError too, not by its assert.
+    assert all(tests[1] not in m.evidence for m in negated)
+
+
+@pytest.mark.slow
+def test_results_a_test_garbles_are_its_error_never_coevos(tmp_path: Path) -> None:
+    """The tests run in the process that writes the results file and can append to it: a line
+    that is no record, a field of another type, or a file over the limit gives every test an
+    error with one line, and nothing raises."""
+    from runners import pytest_tool
+
+    root = write(
+        tmp_path / "garble",
+        {
+            "tests/test_g.py": """\
+                import os
+
+                LINE = os.environ.get("GARBLE_LINE", "")
+
+
+                def test_garbles():
+                    if LINE:
+                        with open(os.environ["COEVO_PYTEST_RESULTS"], "a") as out:
+                            out.write(LINE + "\\n")
+
+
+                def test_other():
+                    assert True
+            """,
+        },
+    )
+    tests = ["tests/test_g.py::test_garbles", "tests/test_g.py::test_other"]
+    box = LocalSandbox(root)
+    for line in ('{"collected": null}', "5", '{"id": ["x"]}', '{"id": "x", "duration": "slow"}', "not json"):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("GARBLE_LINE", line)
+            run = PytestTool().run_tests(box, PLAIN, tests, timeout=120)
+        assert [r.outcome for r in run.results] == [Outcome.ERROR, Outcome.ERROR], (line, run.results)
+        assert "results coevo cannot read" in run.results[0].message, run.results[0].message
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(pytest_tool, "REPORT_LIMIT", 10_000)
+        patch.setenv("GARBLE_LINE", '{"message": "' + "x" * 20_000 + '"}')
+        run = PytestTool().run_tests(box, PLAIN, tests, timeout=120)
+    assert "over 10000 bytes" in run.results[0].message, run.results[0].message
+    clean = PytestTool().run_tests(box, PLAIN, tests, timeout=120)
+    assert [r.outcome for r in clean.results] == [Outcome.PASS, Outcome.PASS]
+
+
+def test_the_results_reader_takes_only_what_the_plugin_writes() -> None:
+    from runners.pytest_tool import _read_records
+    from runners.results import UnreadableReport
+
+    good = (
+        b'{"collected": ["t.py::a"]}\n'
+        b'{"id": "t.py::a", "when": "call", "outcome": "passed", "duration": 0.1}\n'
+    )
+    assert len(_read_records(good)) == 2
+    assert len(_read_records(good + b'{"id": "t.py::b", "wh')) == 2  # a killed run's last line
+    for bad in (
+        b"[]\n",
+        b"{}\n",
+        b'{"collected": [1]}\n',
+        b'{"duration": true}\n',
+        b'{"other": 1}\n',
+        b"x\n",
+    ):
+        with pytest.raises(UnreadableReport):
+            _read_records(good + bad)

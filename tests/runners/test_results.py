@@ -201,3 +201,18 @@ def test_bounded_keeps_head_and_tail_with_a_visible_cut() -> None:
     head, tail = kept[: cut.start()], kept[cut.end() :]
     assert len(head) + int(cut.group(1)) + len(tail) == len(text)
     assert not head.endswith("line") and tail.startswith("line ")  # whole lines either side
+
+
+def test_a_junit_report_coevo_cannot_read_is_one_error() -> None:
+    """A test's JVM writes its own report (a shutdown hook can garble it): unreadable, never a crash."""
+    import pytest
+
+    from runners.results import UnreadableReport, parse_junit_xml
+
+    for report in (
+        b"<testsuite><testcase",
+        b"\x00\x01",
+        b'<testsuite><testcase name="a" time="slow"/></testsuite>',
+    ):
+        with pytest.raises(UnreadableReport, match="JUnit XML report is unreadable"):
+            parse_junit_xml(report, java=True)

@@ -42,19 +42,35 @@ def test_no_success_is_never_strict() -> None:
     assert not strict_success(False, TEST, None)
 
 
-def test_focal_code_without_mutants_leaves_success_as_it_is() -> None:
-    assert strict_success(True, TEST, None)  # nothing to measure
-    assert strict_success(True, TEST, MutationResult(()))  # PIT found none on the focal lines
-    found_none = MutationResult((), "PIT wrote no report: No mutations found.", complete=True)
-    assert strict_success(True, TEST, found_none)
-
-
-def test_mutants_that_could_not_be_measured_prove_nothing() -> None:
+def test_nothing_measured_is_no_strict_success() -> None:
+    """Fail closed: no result, zero mutants, no report or a run cut short shows nothing, whatever
+    the reason given (PIT's "No mutations found" is text the tests could print)."""
+    assert not strict_success(True, TEST, None)
+    assert not strict_success(True, TEST, MutationResult(()))
+    no_report = MutationResult((), "PIT wrote no report: No mutations found.", complete=False)
+    assert not strict_success(True, TEST, no_report)
     failed = MutationResult((), "PIT wrote no report: timed out", complete=False)
     assert not strict_success(True, TEST, failed)
-    # What was measured before time ran out still counts.
     partial = MutationResult((_mutant("KILLED", TEST),), "3 mutants not run: out of time", complete=False)
-    assert strict_success(True, TEST, partial)
+    assert not strict_success(True, TEST, partial)
+    # Where nothing is asked (the gold detects nothing here either), a success stays strict.
+    for measured in (None, MutationResult(()), no_report, partial):
+        assert strict_success(True, TEST, measured, asked=False)
+
+
+def test_an_exception_escaping_from_the_code_is_no_detection() -> None:
+    """A mutant that makes the focal code raise (or loop) fails every test that calls it: only a
+    test whose own check failed is its evidence (Python tells; PIT does not: ``asserted_by`` None)."""
+    escaped = Mutant("shapes.py", "rectangle", 3, "KILLED", "AddNot", "", killing_tests=(TEST, OTHER),
+                     asserted_by=(OTHER,))  # fmt: skip
+    assert not strict_success(True, TEST, MutationResult((escaped,)))
+    assert strict_success(True, OTHER, MutationResult((escaped,)))
+    timed_out = Mutant(
+        "shapes.py", "rectangle", 3, "TIMED_OUT", "op", "", killing_tests=(TEST,), asserted_by=()
+    )
+    assert not strict_success(True, TEST, MutationResult((timed_out,)))
+    by_pit = Mutant("Calc.java", "adds", 3, "KILLED", "MathMutator", "", killing_tests=("pkg.CalcTest#adds",))
+    assert strict_success(True, "pkg.CalcTest#adds", MutationResult((by_pit,)))
 
 
 def test_detection_the_developers_own_method_does_not_show_is_not_asked() -> None:
