@@ -11,10 +11,12 @@ engine), with the JaCoCo agent per test when coverage is asked for.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import posixpath
 import re
+import time
 import uuid
 import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +28,15 @@ from tasks import CoevoError
 from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
-from .mutation import FocalMethod, Mutant, MutationResult, after_control_run, parse_mutations, pit_jars
+from .mutation import (
+    FocalMethod,
+    Mutant,
+    MutationResult,
+    after_control_run,
+    export_identity,
+    parse_mutations,
+    pit_jars,
+)
 from .results import (
     REPORT_LIMIT,
     Outcome,
@@ -38,7 +48,7 @@ from .results import (
     parse_junit_xml,
     without_roots,
 )
-from .sandbox import ExecResult, Sandbox
+from .sandbox import ExecResult, Sandbox, UnsafePath
 from .tools import MAVEN_VERSION, maven_home, tool_jar
 
 M2_ENV = "COEVO_M2"
@@ -85,6 +95,8 @@ _TEST_COMPILE_FAILED = re.compile(r"Failed to execute goal \S+:testCompile ")
 _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 _JVM_NOTE = "Picked up JAVA_TOOL_OPTIONS"
+CONFIRMED_MUTANTS = 3
+"""Mutants PIT says a test kills that are tried, at most, to show its own check fails under one."""
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
 _JUNIT_FAMILY = re.compile(
     r"/(org/junit/(platform|jupiter|vintage)|junit/junit|junit/junit-dep|org/opentest4j|org/apiguardian)/"
@@ -529,18 +541,34 @@ class MavenTool:
             "--fullMutationMatrix=true",  # every test against every mutant: who detects which
             "--timestampedReports=false",
             "--threads", "1",
+            "--features", "+EXPORT",
             *(["--excludedMethods", ",".join(excluded)] if excluded else []),
         ]  # fmt: skip
         log = sandbox.exec(command, timeout, env=env, cwd=_absolute(sandbox.workdir, module))
         try:
+            return self._read_pit(sandbox, spec, run, log, test_class, test_methods, focal, timeout, module,
+                                  extra_classpath)  # fmt: skip
+        finally:
+            sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
+
+    def _read_pit(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        run: str,
+        log: ExecResult,
+        test_class: str,
+        test_methods: Sequence[str],
+        focal: Sequence[FocalMethod],
+        timeout: float,
+        module: str,
+        extra_classpath: Sequence[str],
+    ) -> MutationResult:
+        """PIT's report of ``run``, the control run, and which tests' own checks detect a mutant."""
+        try:
             report = sandbox.read_file(f"{run}/pit/mutations.xml", limit=REPORT_LIMIT)
         except UnreadableReport as exc:
-            report, unreadable = None, str(exc)
-        else:
-            unreadable = ""
-        sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
-        if unreadable:
-            return MutationResult((), f"PIT's report is unreadable: {unreadable}", log, complete=False)
+            return MutationResult((), f"PIT's report is unreadable: {exc}", log, complete=False)
         if report is None:
             # What PIT printed is never read as a fact (the tests write to the same streams): no
             # report is no measurement, whatever the reason shown.
@@ -555,16 +583,114 @@ class MavenTool:
         result = MutationResult(mutants, "", log)
         if not any(m.detected for m in mutants):
             return result
-        # The control run: the scored tests once more, unmutated, from the same folder.
+        deadline = time.monotonic() + max(timeout - log.duration, 60.0)
+        # The control run: the scored tests once more, unmutated, from the same folder, as the
+        # run on the new code ran them (each in a JVM of its own, with the coverage agent).
         try:
             control = self.run_tests(
-                sandbox, spec, tests, max(timeout - log.duration, 60.0), module=module,
+                sandbox, spec, tests, _left(deadline), coverage=True, module=module,
                 extra_classpath=extra_classpath,
             )  # fmt: skip
             passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
         except LauncherFailed:  # they passed under this launcher before: the tests killed it
             passed = set()
-        return after_control_run(result, tests, passed)
+        result = after_control_run(result, tests, passed)
+        checked = self._checked_by(sandbox, spec, run, result, tests, module, extra_classpath, deadline)
+        mutants = tuple(dataclasses.replace(m, asserted_by=checked.get(m.ident, ())) for m in result.mutants)
+        return dataclasses.replace(result, mutants=mutants)
+
+    def _checked_by(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        run: str,
+        result: MutationResult,
+        tests: Sequence[str],
+        module: str,
+        extra_classpath: Sequence[str],
+        deadline: float,
+    ) -> dict[str, tuple[str, ...]]:
+        """For each test PIT credits with a kill, whether its own check fails under one of those
+        mutants (at most :data:`CONFIRMED_MUTANTS` tried): the test runs again as on the new code,
+        with the mutant's class (PIT's export) written over the original, and a failure counts
+        when it is an assertion (the launcher's report says ``failure`` only for an
+        AssertionError) not thrown by the project's production code. PIT cannot tell that, and
+        its minion is not the launcher: a test that fails only under PIT gets no evidence.
+        Returns the mutants' :attr:`~runners.mutation.Mutant.ident` with the tests confirmed."""
+        exported = self._exported_mutants(sandbox, run)
+        confirmed: dict[str, list[str]] = {}
+        for test in tests:
+            killed = [m for m in result.mutants if m.status == "KILLED" and test in m.killing_tests]
+            for mutant in killed[:CONFIRMED_MUTANTS]:
+                folder = exported.get(mutant.ident)
+                if folder is None or time.monotonic() > deadline:
+                    continue
+                if self._check_fails(sandbox, spec, folder, mutant, test, module, extra_classpath, deadline):
+                    confirmed.setdefault(mutant.ident, []).append(test)
+                    break
+        return {ident: tuple(found) for ident, found in confirmed.items()}
+
+    def _exported_mutants(self, sandbox: Sandbox, run: str) -> dict[str, str]:
+        """PIT's exported mutants of ``run``: each one's identity → its folder (absolute)."""
+        export = _absolute(sandbox.workdir, f"{run}/pit/export")
+        listed = sandbox.exec(["find", export, "-name", "details.txt"], 120)
+        found: dict[str, str] = {}
+        for line in listed.stdout.splitlines():
+            details = _read_absolute(sandbox, line.strip())
+            ident = export_identity(details or b"")
+            if ident:
+                found[ident] = posixpath.dirname(line.strip())
+        return found
+
+    def _check_fails(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        folder: str,
+        mutant: Mutant,
+        test: str,
+        module: str,
+        extra_classpath: Sequence[str],
+        deadline: float,
+    ) -> bool:
+        mutated = _read_absolute(sandbox, f"{folder}/{mutant.class_name}.class")
+        target = self._class_file(sandbox, spec, mutant.class_name)
+        original = sandbox.read_file(target) if target else None
+        if mutated is None or target is None or original is None:
+            return False
+        try:
+            sandbox.write_file(target, mutated)
+            run = self.run_tests(
+                sandbox, spec, [test], _left(deadline), coverage=True, module=module,
+                extra_classpath=extra_classpath,
+            )  # fmt: skip
+        except (LauncherFailed, UnsafePath):
+            return False
+        finally:
+            with contextlib.suppress(UnsafePath):
+                sandbox.write_file(target, original)
+        found = next((r for r in run.results if r.test == test), None)
+        if found is None or found.outcome != Outcome.FAIL:
+            return False
+        thrower = found.frames[0].rsplit(":", 1)[0] if found.frames else ""
+        return not (thrower and self._production_source(sandbox, spec, thrower))
+
+    def _class_file(self, sandbox: Sandbox, spec: EnvSpec, class_name: str) -> str | None:
+        """Where the build put ``class_name``'s class file (the module's ``target/classes``)."""
+        relative = class_name.replace(".", "/") + ".class"
+        for candidate in spec.modules or ("",):
+            path = _in_module(candidate, f"target/classes/{relative}")
+            if sandbox.read_file(path) is not None:
+                return path
+        return None
+
+    def _production_source(self, sandbox: Sandbox, spec: EnvSpec, source: str) -> bool:
+        """Whether ``source`` (``pkg/path/File.java``) is a production file of the project."""
+        return any(
+            sandbox.read_file(_in_module(candidate, f"{root}/{source}")) is not None
+            for candidate in spec.modules or ("",)
+            for root in ("src/main/java", "src/main/kotlin", "src/main/groovy")
+        )
 
     def _pit_jdk(self, spec: EnvSpec) -> Jdk:
         jdk, _ = self.toolchain(spec)
@@ -943,6 +1069,10 @@ def _discovery_failure(log: ExecResult) -> str:
                 f": {cause}" if cause else ""
             )
     return ""
+
+
+def _left(deadline: float) -> float:
+    return max(deadline - time.monotonic(), 30.0)
 
 
 def _javac_refusal(log: ExecResult) -> str:

@@ -70,6 +70,9 @@ class Mutant:
     killing_tests: tuple[str, ...] = ()
     """The scored tests that detected it, by coevo's ids (``pkg.Class#method``, pytest node ids);
     empty when none did or it was not run."""
+    ident: str = ""
+    """PIT's identity of the mutant (class, method and descriptor, mutator, instruction indexes),
+    as its report and its export write it (:func:`export_identity`); empty for Python."""
     asserted_by: tuple[str, ...] | None = None
     """Those of ``killing_tests`` whose own check failed under it: an assertion of the test
     framework, or an exception the test's own code raised (not one that escaped from the code
@@ -148,6 +151,13 @@ def _mutants(root: ET.Element, scored: Sequence[str]) -> list[Mutant]:
             mutator=text("mutator").rsplit(".", 1)[-1],
             description=text("description"),
             tests_run=int(ran) if (ran := node.get("numberOfTestsRun")) else None,
+            ident=_identity(
+                text("mutatedClass"),
+                text("mutatedMethod"),
+                text("methodDescription"),
+                text("mutator"),
+                [int(index.text or "") for index in node.iter("index")],
+            ),
         )
         killers = tests("killingTests") or tests("killingTest")
         if mutant.detected and not killers:
@@ -155,6 +165,27 @@ def _mutants(root: ET.Element, scored: Sequence[str]) -> list[Mutant]:
             killers = tuple(t for t in tests("coveringTests") or tuple(scored) if t not in succeeding)
         mutants.append(dataclasses.replace(mutant, killing_tests=killers if mutant.detected else ()))
     return mutants
+
+
+def _identity(class_name: str, method: str, descriptor: str, mutator: str, indexes: Sequence[int]) -> str:
+    return f"{class_name}.{method}{descriptor}|{mutator}|{','.join(map(str, indexes))}"
+
+
+_EXPORTED = re.compile(
+    r"location=Location \[clazz=(?P<cls>[^,\]]+), method=(?P<method>[^,\]]+), "
+    r"methodDesc=(?P<desc>[^\]]+)\], indexes=\[(?P<indexes>[\d, ]*)\], mutator=(?P<mutator>[^\]]+)\]"
+)
+
+
+def export_identity(details: bytes) -> str:
+    """The identity (:attr:`Mutant.ident`) of a mutant PIT exported, from its ``details.txt``
+    (``MutationDetails [id=MutationIdentifier [location=Location [clazz=demo.Calc, method=add,
+    methodDesc=(II)I], indexes=[5], mutator=…MathMutator], …]``); empty when it is not that."""
+    found = _EXPORTED.search(details.decode("utf-8", errors="replace"))
+    if found is None:
+        return ""
+    indexes = [int(part) for part in found["indexes"].replace(" ", "").split(",") if part]
+    return _identity(found["cls"], found["method"], found["desc"], found["mutator"], indexes)
 
 
 def pit_test_id(name: str) -> str:

@@ -16,6 +16,7 @@ the code; a test that exists in no collected module is ``absent``.
 from __future__ import annotations
 
 import configparser
+import contextlib
 import dataclasses
 import json
 import os
@@ -29,7 +30,7 @@ from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
-from .sandbox import ExecResult, Sandbox, read_beneath, write_beneath
+from .sandbox import ExecResult, Sandbox, UnsafePath, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
     NoPython,
@@ -63,53 +64,6 @@ def _emit(record):
         out = _state["out"] = open(os.environ["COEVO_PYTEST_RESULTS"], "a", encoding="utf-8")
     out.write(json.dumps(record) + "\\n")
     out.flush()
-
-
-def _serve_mutant():
-    """Under mutation testing, the module at $COEVO_MUTANT_TARGET is loaded from the mutated
-    source at $COEVO_MUTANT_SOURCE instead (the file itself is never changed)."""
-    target = os.environ.get("COEVO_MUTANT_TARGET")
-    if not target:
-        return
-    import importlib.machinery
-    import sys
-
-    target = os.path.realpath(target)
-    with open(os.environ["COEVO_MUTANT_SOURCE"], "rb") as handle:
-        source = handle.read()
-
-    class MutantLoader(importlib.machinery.SourceFileLoader):
-        def get_code(self, fullname):
-            _emit({"mutant_loaded": fullname})
-            return compile(source, self.path, "exec", dont_inherit=True)
-
-    class MutantFinder(object):
-        busy = set()
-
-        def find_spec(self, name, path=None, target_module=None):
-            if name in self.busy:
-                return None
-            self.busy.add(name)
-            try:
-                for finder in sys.meta_path:
-                    find = getattr(finder, "find_spec", None)
-                    if finder is self or find is None:
-                        continue
-                    spec = find(name, path, target_module)
-                    if spec is not None:
-                        break
-                else:
-                    return None
-            finally:
-                self.busy.discard(name)
-            if spec.origin and os.path.realpath(spec.origin) == target:
-                spec.loader = MutantLoader(name, spec.origin)
-            return spec
-
-    sys.meta_path.insert(0, MutantFinder())
-
-
-_serve_mutant()
 
 
 def _coverage():
@@ -162,6 +116,21 @@ def pytest_collection_modifyitems(session, config, items):
         config.hook.pytest_deselected(items=dropped)
     items[:] = keep
     _emit({"collected": [item.nodeid for item in keep]})
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Which of the worktree's modules the run imported (mutation testing: was the mutant's?)."""
+    import sys
+
+    root = os.path.realpath(str(session.config.rootdir))
+    loaded = set()
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            path = os.path.realpath(path)
+            if path.startswith(root + os.sep):
+                loaded.add(os.path.relpath(path, root).replace(os.sep, "/"))
+    _emit({"loaded": sorted(loaded)})
 
 
 def pytest_collectreport(report):
@@ -303,10 +272,11 @@ class PytestTool:
         tests: Sequence[str],
         timeout: float,
         coverage: bool = False,
-        mutant: PythonMutant | None = None,
+        measure: bool = True,
     ) -> tuple[TestRun, list[dict]]:
-        """:meth:`run_tests` and the plugin's records. With ``mutant``, its module is imported
-        from the mutated source, and a ``mutant_loaded`` record says the tests imported it."""
+        """:meth:`run_tests` and the plugin's records (a ``loaded`` record names the worktree's
+        modules the run imported). ``coverage`` without ``measure``: traced as a run with
+        coverage is, its data not read (a test sees no difference)."""
         deadline = time.monotonic() + timeout
         worktree = Path(sandbox.workdir)
         requested = list(dict.fromkeys(tests))
@@ -332,10 +302,6 @@ class PytestTool:
                 "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
                 "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
             }
-            if mutant is not None:
-                write_beneath(scratch, "mutant.py", mutant.source)
-                env["COEVO_MUTANT_TARGET"] = str(worktree / mutant.file)
-                env["COEVO_MUTANT_SOURCE"] = str(scratch / "mutant.py")
             python = str(venv_python(venv))
             runner = [python, "-m", "pytest"]
             if coverage:
@@ -363,7 +329,7 @@ class PytestTool:
                 return TestRun(tuple(TestResult(t, Outcome.ERROR, why) for t in requested), log=log), []
             results = _results(requested, records, log, worktree)
             lines: dict[str, Coverage] = {}
-            if coverage:
+            if coverage and measure:
                 lines = _read_coverage(sandbox, python, scratch, worktree, deadline)
                 ran = {r.test for r in results if r.outcome not in _NOT_RUN}
                 lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
@@ -382,15 +348,21 @@ class PytestTool:
     ) -> MutationResult:
         """Each mutant's fate under ``tests`` (node ids that pass unmutated), one pytest run each.
 
+        Each mutant is written over its module in the worktree while its run goes on (the
+        original is put back afterwards): mutation testing runs in a judge tree of its own. Every
+        run is traced by coverage.py as the run on the new code is, so a test sees nothing of
+        the phase but the code.
+
         ``baseline`` is the tests' unmutated run with coverage when the caller has one; else it
         is run here. A mutant whose statement no test ran in it is
         ``NO_COVERAGE`` without a run, as in PIT. Otherwise a mutant is ``KILLED`` when a test
         does not pass, ``TIMED_OUT`` when the run outlives twice the unmutated run's time plus
-        10 s, ``NO_COVERAGE`` when no test imported its module, else ``SURVIVED`` (PIT's
-        statuses); the tests that did not pass detected it. Mutants the overall ``timeout``
-        leaves no time for are not counted, and the message says so. When a mutant was
-        detected, the tests run once more unmutated, served like a mutant (the control run of
-        :func:`~runners.mutation.after_control_run`).
+        10 s, ``NO_COVERAGE`` when the run did not import its module, else ``SURVIVED`` (PIT's
+        statuses); the tests that did not pass detected it, and those whose own check failed
+        are its evidence (:attr:`~runners.mutation.Mutant.asserted_by`). Mutants the overall
+        ``timeout`` leaves no time for are not counted, and the message says so. When a mutant
+        was detected, the tests run once more on the unmutated code, as they ran with the
+        mutants (the control run of :func:`~runners.mutation.after_control_run`).
         """
         deadline = time.monotonic() + timeout
         if baseline is None:
@@ -404,49 +376,69 @@ class PytestTool:
             for path, lines in baseline.coverage.get(test, Coverage()).lines.items():
                 covered.setdefault(path, set()).update(lines)
         each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
+        originals = {m.file: sandbox.read_file(m.file) for m in mutants}
         found: list[Mutant] = []
         message = ""
-        for mutant in mutants:
-            where = (mutant.file, mutant.function, mutant.line)
-            which = f"occurrence {mutant.occurrence}"
-            ran = covered.get(mutant.file, set())
-            if covered and mutant.statement is not None and mutant.statement not in ran:
-                found.append(Mutant(*where, "NO_COVERAGE", mutant.operator, which))
-                continue
-            if time.monotonic() + each > deadline:
-                message = f"{len(mutants) - len(found)} mutants not run: out of time"
-                break
-            run, records = self._run(sandbox, spec, tests, each, mutant=mutant)
-            outcomes = {r.outcome for r in run.results}
-            # On a timeout, the tests not reported passing are the ones that did not finish.
-            killers = tuple(r.test for r in run.results if r.outcome != Outcome.PASS)
-            if Outcome.TIMEOUT in outcomes:
-                status = "TIMED_OUT"
-            elif outcomes - {Outcome.PASS}:
-                status = "KILLED"
-            elif not any("mutant_loaded" in record for record in records):
-                status = "NO_COVERAGE"
-            else:
-                status = "SURVIVED"
-            # Detection by the tests' own checks: an exception escaping from the mutated code, or
-            # a timeout, shows that the code changed, not that the test checks it.
-            checked = {r["id"] for r in records if r.get("when") == "call" and r.get("oracle") is True}
-            asserted = tuple(
-                t for t in killers if t in checked or any(c.startswith(t + "[") for c in checked)
-            )
-            found.append(
-                Mutant(*where, status, mutant.operator, which, killing_tests=killers, asserted_by=asserted)
-            )
-        result = MutationResult(tuple(found), message, baseline.log, complete=not message)
-        if not any(m.detected for m in found):
-            return result
-        # The control run looks like a mutant's (the same environment, the module served by the
-        # hook), its source the unmutated one.
-        original = sandbox.read_file(mutants[0].file)
-        unmutated = None if original is None else dataclasses.replace(mutants[0], source=original)
-        control, _ = self._run(sandbox, spec, tests, each, mutant=unmutated)
+        try:
+            for mutant in mutants:
+                where = (mutant.file, mutant.function, mutant.line)
+                which = f"occurrence {mutant.occurrence}"
+                ran = covered.get(mutant.file, set())
+                if covered and mutant.statement is not None and mutant.statement not in ran:
+                    found.append(Mutant(*where, "NO_COVERAGE", mutant.operator, which))
+                    continue
+                if time.monotonic() + each > deadline:
+                    message = f"{len(mutants) - len(found)} mutants not run: out of time"
+                    break
+                try:
+                    sandbox.write_file(mutant.file, mutant.source)
+                except UnsafePath as exc:  # the tests left a link or a folder there
+                    message = f"the module under test could not be mutated: {exc}"
+                    break
+                try:
+                    run, records = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
+                finally:
+                    _put_back(sandbox, mutant.file, originals)
+                found.append(_fate(mutant, run, records))
+            result = MutationResult(tuple(found), message, baseline.log, complete=not message)
+            if not any(m.detected for m in found):
+                return result
+            control, _ = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
+        finally:
+            for path in originals:
+                _put_back(sandbox, path, originals)
         passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
         return after_control_run(result, tests, passed)
+
+
+def _put_back(sandbox: Sandbox, path: str, originals: Mapping[str, bytes | None]) -> None:
+    original = originals.get(path)
+    if original is not None:
+        with contextlib.suppress(UnsafePath):  # a link the tests left: the tree goes after this phase
+            sandbox.write_file(path, original)
+
+
+def _fate(mutant: PythonMutant, run: TestRun, records: Sequence[dict]) -> Mutant:
+    """PIT's status of ``mutant`` after its run, with the tests that detected it and those whose
+    own check did: an exception escaping from the mutated code, or a timeout, shows that the code
+    changed, not that the test checks it."""
+    outcomes = {r.outcome for r in run.results}
+    # On a timeout, the tests not reported passing are the ones that did not finish.
+    killers = tuple(r.test for r in run.results if r.outcome != Outcome.PASS)
+    loaded = {path for record in records for path in record.get("loaded", ())}
+    if Outcome.TIMEOUT in outcomes:
+        status = "TIMED_OUT"
+    elif outcomes - {Outcome.PASS}:
+        status = "KILLED"
+    elif mutant.file not in loaded:
+        status = "NO_COVERAGE"
+    else:
+        status = "SURVIVED"
+    checked = {r["id"] for r in records if r.get("when") == "call" and r.get("oracle") is True}
+    asserted = tuple(t for t in killers if t in checked or any(c.startswith(t + "[") for c in checked))
+    where = (mutant.file, mutant.function, mutant.line)
+    which = f"occurrence {mutant.occurrence}"
+    return Mutant(*where, status, mutant.operator, which, killing_tests=killers, asserted_by=asserted)
 
 
 _NOT_RUN = (Outcome.ABSENT, Outcome.TIMEOUT, Outcome.COMPILE_ERROR)
@@ -587,7 +579,7 @@ _RECORD_FIELDS: dict[str, tuple[type, ...]] = {
     "xfail": (bool,),
     "duration": (int, float),
     "oracle": (bool, type(None)),
-    "mutant_loaded": (str,),
+    "loaded": (list,),
 }
 """What the plugin writes, field by field: the tests run in the same process and can append to the
 file, so anything else is theirs."""
@@ -617,8 +609,9 @@ def _read_records(data: bytes | None) -> list[dict]:
                 or (kinds == (int, float) and isinstance(value, bool))
             ):
                 raise UnreadableReport(f"line {number} of the results has a bad field {key[:40]!r}")
-        if not all(isinstance(node, str) for node in record.get("collected", ())):
-            raise UnreadableReport(f"line {number} of the results has a bad field 'collected'")
+        for key in ("collected", "loaded"):
+            if not all(isinstance(item, str) for item in record.get(key, ())):
+                raise UnreadableReport(f"line {number} of the results has a bad field {key!r}")
         records.append(record)
     return records
 

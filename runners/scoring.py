@@ -314,7 +314,11 @@ def judge(
     if old is not None:
         try:
             with _closing(side(old)) as old_side:
-                old_run = old_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout)
+                # As on the new code (each test traced, each Java test in a JVM of its own): what
+                # a test sees differs between the phases only by the code.
+                old_run = old_side.run_cross(
+                    task.test_file, content, list(ids.values()), tag, timeout, coverage=True
+                )
             on_old = {r.test: r for r in old_run.results}
         except LauncherFailed as exc:
             on_old = {test: TestResult(test, Outcome.ERROR, str(exc)) for test in ids.values()}
@@ -476,7 +480,9 @@ def _gold_holds(
     with _closing(_judge_side(task, new, repo_path, given, scratch)) as side:
         on_new = {
             r.test: r
-            for r in side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
+            for r in side.run_cross(
+                task.test_file, gold, list(ids.values()), "gold", timeout, coverage=True
+            ).results
         }
     for method, test in ids.items():
         if on_new[test].outcome != Outcome.PASS:
@@ -485,7 +491,9 @@ def _gold_holds(
             return False, in_context(f"the developer's {method} does not pass on the new code here", why)
     if old is not None:
         with _closing(_judge_side(task, old, repo_path, given, scratch)) as side:
-            results = side.run_cross(task.test_file, gold, list(ids.values()), "gold", timeout).results
+            results = side.run_cross(
+                task.test_file, gold, list(ids.values()), "gold", timeout, coverage=True
+            ).results
         for result in results:
             if result.outcome == Outcome.PASS:
                 return (

@@ -569,3 +569,73 @@ def test_an_engine_that_fails_to_discover_is_a_launcher_failure_with_its_cause()
         "Unsupported version of junit:junit: 4.10. Please upgrade to version 4.12 or later."
     )
     assert _discovery_failure(ExecResult(0, "[ 2 tests successful ]\n", "", 0.5)) == ""
+
+
+HALF = """package demo;
+
+public final class Half {
+    public static int half(int value) {
+        if (value < 0) {
+            throw new IllegalArgumentException("negative");
+        }
+        return value / 2;
+    }
+
+    private Half() {}
+}
+"""
+
+HALF_TESTS = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import org.junit.jupiter.api.Test;
+
+class HalfTest {
+    @Test
+    void shallow() {
+        Half.half(4);
+    }
+
+    @Test
+    void checks() {
+        assertEquals(2, Half.half(4));
+    }
+
+    @Test
+    void throwsOnNegative() {
+        assertThrows(IllegalArgumentException.class, () -> Half.half(-1));
+    }
+}
+"""
+
+
+@pytest.mark.maven
+@needs_maven
+def test_only_a_java_tests_own_check_is_evidence_of_a_kill(tmp_path: Path) -> None:
+    """PIT counts a mutant that makes the focal code throw as killed by every test calling it;
+    coevo runs a test again with the mutant's class (PIT's export) over the original, and only a
+    failed assertion not thrown by the production code is evidence (StrictSuccess by any
+    exception, Java)."""
+    root = projects.write(
+        tmp_path / "half",
+        {
+            "pom.xml": projects.pom("half", projects.JUPITER_DEPS),
+            "src/main/java/demo/Half.java": HALF,
+            "src/test/java/demo/HalfTest.java": HALF_TESTS,
+        },
+    )
+    built = _built_ok(_build(root))
+    half = FocalMethod("src/main/java/demo/Half.java", "demo.Half", "half", 4, 9, ("<init>", "half"))
+    compiled = (root / "target/classes/demo/Half.class").read_bytes()
+    result = TOOL.mutation(
+        built.box, built.spec, "demo.HalfTest", ["shallow", "checks", "throwsOnNegative"], [half], timeout=600
+    )
+    assert result.complete, result.message
+    killed = {t for m in result.mutants for t in m.killing_tests}
+    evidence = {t for m in result.mutants for t in m.evidence}
+    assert "demo.HalfTest#shallow" in killed, result.mutants  # the negated check throws in it
+    assert evidence == {"demo.HalfTest#checks", "demo.HalfTest#throwsOnNegative"}, result.mutants
+    assert (root / "target/classes/demo/Half.class").read_bytes() == compiled  # put back
+    built.box.close()
