@@ -767,6 +767,14 @@ def _mine_bar(start: Callable[[str, int, str], None], advance: Callable[[int], N
     "--timeout", "test_timeout", type=float, default=300, show_default=True, help="Seconds per test run."
 )
 @click.option(
+    "--reruns",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Runs of the agent's tests on the new and on the old code; runs that disagree make a method "
+    "flaky, which is no success.",
+)
+@click.option(
     "--repo-dir",
     "repo_dirs",
     multiple=True,
@@ -788,6 +796,7 @@ def score_command(
     redo: bool,
     trust_agent: bool,
     test_timeout: float,
+    reruns: int,
     repo_dirs: tuple[str, ...],
     include_quarantined: bool,
     backend: str,
@@ -809,6 +818,7 @@ def score_command(
     store = _store(db, write=True)
     options = ScoreOptions(
         test_timeout=test_timeout,
+        reruns=reruns,
         trust_host=trust_agent,
         repo_dirs=_repo_dirs(repo_dirs),
         include_quarantined=include_quarantined,

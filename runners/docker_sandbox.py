@@ -35,6 +35,11 @@ LABEL = "coevo.sandbox"
 OWNER_LABEL = "coevo.owner"
 """The process that started the container (an :class:`~tasks.Owner` token)."""
 WORKDIR = "/work"
+TEST_USER = "65534:65534"
+"""Who runs the tests judged in a judge tree: ``nobody``, not the root that runs coevo's own
+steps in the container (PIT's main process, the coverage readers), so what the tests start can
+neither write what coevo reads back nor outlive their run (every process of it is killed first)."""
+_KILL_TEST_USER = ["sh", "-c", "kill -9 -1 2>/dev/null; true"]
 
 
 @dataclass(frozen=True)
@@ -121,12 +126,16 @@ class DockerSandbox:
         egress: EgressPolicy | None = None,
         scratch: bool = True,
         hardened: bool = False,
+        test_user: str | None = None,
     ) -> None:
         """``network``: the default bridge, open to everything (trusted agents only); ``egress``:
         no network but the policy's hosts, through the proxy (builds). ``tmpfs``: in-memory folders
         (path inside → options, ``size=1g``), gone with the container. ``scratch``: mount a
         private scratch folder (:meth:`scratch`). ``hardened``: no Linux capabilities and no
-        privilege gain (for agents, which need neither)."""
+        privilege gain (for agents, which need neither). ``test_user``: who runs the commands
+        :meth:`exec` is told are ``untrusted`` (a judge tree's tests), and whose processes are
+        all killed when such a command ends."""
+        self.test_user = test_user
         self.workdir = workdir
         self._client = client
         self._image = image
@@ -193,6 +202,8 @@ class DockerSandbox:
             raise CoevoError(f"{self.describe()} has no scratch folder")
         if self._scratch is None:
             self._scratch = scratch_dir("coevo-scratch-")
+            if self.test_user is not None:  # its tests may go through it, to their own folders
+                self._scratch.chmod(0o711)
         return self._scratch
 
     @contextlib.contextmanager
@@ -215,6 +226,7 @@ class DockerSandbox:
             egress=self._egress,
             scratch=self._with_scratch,
             hardened=self._hardened,
+            test_user=self.test_user,
         )
         try:
             yield sandbox
@@ -227,14 +239,20 @@ class DockerSandbox:
         timeout: float,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        untrusted: bool = False,
     ) -> ExecResult:
+        """Runs ``argv``; ``untrusted`` (tests being judged): as :attr:`test_user` when there is
+        one, every process of that user killed before this returns."""
         container = self._started()
+        user = self.test_user if untrusted else None
         started = time.monotonic()
         # `timeout` inside the container kills the command's whole process group; the outer
         # deadline only guards against a wedged daemon.
         command = ["timeout", "--signal=KILL", f"{max(timeout, 1):.0f}", *argv]
         api = self._client.api
         environment = dict(env or {})
+        if user is not None:
+            environment.setdefault("HOME", "/tmp")
         if self._egress is not None:
             environment |= PROXY_ENV  # the host's proxy settings (pip_env) would lead nowhere
         with _daemon_faults("running a command in its container"):
@@ -245,6 +263,7 @@ class DockerSandbox:
                 environment=environment,
                 stdout=True,
                 stderr=True,
+                **({"user": user} if user is not None else {}),
             )["Id"]
         stdout, stderr = CappedOutput(self._limit), CappedOutput(self._limit)
 
@@ -265,6 +284,8 @@ class DockerSandbox:
             )
         with _daemon_faults("reading how a command ended"):
             code = api.exec_inspect(exec_id)["ExitCode"]
+        if user is not None:
+            self.stop_untrusted()
         timed_out = code in (124, 137) and time.monotonic() - started >= timeout
         return ExecResult(
             exit_code=None if timed_out or code in (137,) else code,
@@ -274,6 +295,14 @@ class DockerSandbox:
             timed_out=timed_out,
             truncated=stdout.truncated or stderr.truncated,
         )
+
+    def stop_untrusted(self) -> None:
+        """Kills every process of :attr:`test_user` (what judged tests left running, ``setsid``
+        or not), before coevo reads what they ran."""
+        if self.test_user is None or self._container is None:
+            return
+        with _daemon_faults("stopping the tests' processes"):
+            self._container.exec_run(_KILL_TEST_USER, user=self.test_user)
 
     def commit(self, tag: str) -> None:
         """Saves the container's files (not its mounts) as image ``tag``, with its image's command and
@@ -290,8 +319,9 @@ class DockerSandbox:
         container.commit(repository=repository, tag=name, changes=changes)
 
     def write_file(self, path: str, data: bytes) -> None:
-        """Writes into the worktree from the host, following no link the container may have made."""
-        write_beneath(self._worktree, path, data)
+        """Writes into the worktree from the host, following no link the container may have made
+        (folders it makes are open to the tests as the judge tree's are, when they have a user)."""
+        write_beneath(self._worktree, path, data, folder_mode=0o1777 if self.test_user else None)
 
     def read_file(self, path: str, limit: int | None = None) -> bytes | None:
         """Reads from the worktree on the host; a symbolic link reads as no file."""

@@ -25,7 +25,7 @@ from pathlib import Path
 from tasks import CoevoError
 
 from .buildtools import BuildResult, BuildTool, get_build_tool
-from .docker_sandbox import WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
+from .docker_sandbox import TEST_USER, WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
 from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
@@ -152,12 +152,14 @@ class Environment:
             return None
         return self.remake(plan)
 
-    def sandbox(self, worktree: Path, repository: Path | None = None) -> Sandbox:
+    def sandbox(self, worktree: Path, repository: Path | None = None, judging: bool = False) -> Sandbox:
         """Where a built revision's tests run: no network, every cache and repository read-only.
-        ``repository``: the revision's own Maven repository (default: beside ``worktree``)."""
+        ``repository``: the revision's own Maven repository (default: beside ``worktree``);
+        ``judging``: a judge tree, whose tests run as :data:`~runners.docker_sandbox.TEST_USER`
+        (in Docker; the host isolates nothing)."""
         if self.image is None:
             return LocalSandbox(worktree)
-        return self._docker(worktree, building=False, egress=None, repository=repository)
+        return self._docker(worktree, building=False, egress=None, repository=repository, judging=judging)
 
     def builder(self, worktree: Path, network: bool = True) -> Sandbox:
         """Where the revision builds: its own Maven repository writable, the shared caches read-only,
@@ -175,7 +177,12 @@ class Environment:
         return egress_policy(self.spec.language, pip_urls(self.spec, tree))
 
     def _docker(
-        self, worktree: Path, building: bool, egress: EgressPolicy | None, repository: Path | None = None
+        self,
+        worktree: Path,
+        building: bool,
+        egress: EgressPolicy | None,
+        repository: Path | None = None,
+        judging: bool = False,
     ) -> DockerSandbox:
         assert self.image is not None
         mounts = list(self.mounts)
@@ -193,6 +200,7 @@ class Environment:
             mounts=mounts,
             egress=egress,
             workdir=str(worktree) if self.same_paths else WORKDIR,
+            test_user=TEST_USER if judging else None,
         )
 
 

@@ -61,7 +61,18 @@ def judge_tree(
         else:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-    return dataclasses.replace(built, worktree=dest)
+    _open_folders(dest)
+    return dataclasses.replace(built, worktree=dest, judging=True)
+
+
+def _open_folders(dest: Path) -> None:
+    """Every folder of the tree writable by all and sticky (as ``/tmp``): the tests, which run as
+    an unprivileged user of their own, can make files and folders anywhere, as a build's tests
+    do, but cannot change, replace or remove one coevo made (the code, the compiled classes,
+    coevo's own files) nor what coevo reads back. The tree's parents stay private."""
+    for folder, dirs, _files in os.walk(dest):
+        os.chmod(folder, 0o1777)
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(folder, d))]
 
 
 def _copy_java_outputs(worktree: Path, dest: Path, modules: Iterable[str]) -> None:

@@ -16,10 +16,11 @@ import dataclasses
 import os
 import posixpath
 import re
+import shutil
 import time
 import uuid
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,7 +49,7 @@ from .results import (
     parse_junit_xml,
     without_roots,
 )
-from .sandbox import ExecResult, Sandbox, UnsafePath
+from .sandbox import ExecResult, Sandbox, UnsafePath, read_beneath
 from .tools import MAVEN_VERSION, maven_home, tool_jar
 
 M2_ENV = "COEVO_M2"
@@ -525,13 +526,19 @@ class MavenTool:
         classes = sorted({f.class_name for f in focal})
         keep = {f.method for f in focal}
         excluded = sorted({name for f in focal for name in f.siblings} - keep) if only_focal else []
+        # PIT's report goes to the sandbox's scratch folder, which the tests cannot reach: its
+        # minions, which run them, run as the sandbox's test user (when it has one).
+        scratch = sandbox.scratch()
+        report = f"pit-{uuid.uuid4().hex}"
+        minion = _minion_launcher(scratch, report, jdk, sandbox.test_user)
         command = [
             str(jdk.java),
             *QUICK_JVM,
             *classpath_args,
             "org.pitest.mutationtest.commandline.MutationCoverageReport",
             "--jvmArgs", ",".join(QUICK_JVM),
-            "--reportDir", _absolute(sandbox.workdir, f"{run}/pit"),
+            *(["--jvmPath", minion] if minion else []),
+            "--reportDir", str(scratch / report),
             "--targetClasses", ",".join(classes),
             "--targetTests", test_class,
             "--includedTestMethods", ",".join(test_methods),
@@ -545,17 +552,21 @@ class MavenTool:
             *(["--excludedMethods", ",".join(excluded)] if excluded else []),
         ]  # fmt: skip
         log = sandbox.exec(command, timeout, env=env, cwd=_absolute(sandbox.workdir, module))
+        sandbox.stop_untrusted()  # what the tests started in PIT's minions goes before its report is read
         try:
-            return self._read_pit(sandbox, spec, run, log, test_class, test_methods, focal, timeout, module,
-                                  extra_classpath)  # fmt: skip
+            return self._read_pit(sandbox, spec, scratch, report, log, test_class, test_methods, focal,
+                                  timeout, module, extra_classpath)  # fmt: skip
         finally:
             sandbox.exec(["rm", "-rf", _absolute(sandbox.workdir, run)], 60)
+            shutil.rmtree(scratch / report, ignore_errors=True)
+            (scratch / f"{report}.sh").unlink(missing_ok=True)
 
     def _read_pit(
         self,
         sandbox: Sandbox,
         spec: EnvSpec,
-        run: str,
+        scratch: Path,
+        report_dir: str,
         log: ExecResult,
         test_class: str,
         test_methods: Sequence[str],
@@ -564,9 +575,10 @@ class MavenTool:
         module: str,
         extra_classpath: Sequence[str],
     ) -> MutationResult:
-        """PIT's report of ``run``, the control run, and which tests' own checks detect a mutant."""
+        """PIT's report (``report_dir`` in ``scratch``), the control run, and which tests' own
+        checks detect a mutant."""
         try:
-            report = sandbox.read_file(f"{run}/pit/mutations.xml", limit=REPORT_LIMIT)
+            report = read_beneath(scratch, f"{report_dir}/mutations.xml", REPORT_LIMIT)
         except UnreadableReport as exc:
             return MutationResult((), f"PIT's report is unreadable: {exc}", log, complete=False)
         if report is None:
@@ -595,7 +607,8 @@ class MavenTool:
         except LauncherFailed:  # they passed under this launcher before: the tests killed it
             passed = set()
         result = after_control_run(result, tests, passed)
-        checked = self._checked_by(sandbox, spec, run, result, tests, module, extra_classpath, deadline)
+        exported = _exported_mutants(sandbox, scratch, report_dir)
+        checked = self._checked_by(sandbox, spec, exported, result, tests, module, extra_classpath, deadline)
         mutants = tuple(dataclasses.replace(m, asserted_by=checked.get(m.ident, ())) for m in result.mutants)
         return dataclasses.replace(result, mutants=mutants)
 
@@ -603,7 +616,7 @@ class MavenTool:
         self,
         sandbox: Sandbox,
         spec: EnvSpec,
-        run: str,
+        exported: Mapping[str, bytes],
         result: MutationResult,
         tests: Sequence[str],
         module: str,
@@ -616,47 +629,34 @@ class MavenTool:
         when it is an assertion (the launcher's report says ``failure`` only for an
         AssertionError) not thrown by the project's production code. PIT cannot tell that, and
         its minion is not the launcher: a test that fails only under PIT gets no evidence.
-        Returns the mutants' :attr:`~runners.mutation.Mutant.ident` with the tests confirmed."""
-        exported = self._exported_mutants(sandbox, run)
+        ``exported``: the mutants' classes by identity. Returns the mutants'
+        :attr:`~runners.mutation.Mutant.ident` with the tests confirmed."""
         confirmed: dict[str, list[str]] = {}
         for test in tests:
             killed = [m for m in result.mutants if m.status == "KILLED" and test in m.killing_tests]
             for mutant in killed[:CONFIRMED_MUTANTS]:
-                folder = exported.get(mutant.ident)
-                if folder is None or time.monotonic() > deadline:
+                mutated = exported.get(mutant.ident)
+                if mutated is None or time.monotonic() > deadline:
                     continue
-                if self._check_fails(sandbox, spec, folder, mutant, test, module, extra_classpath, deadline):
+                if self._check_fails(sandbox, spec, mutated, mutant, test, module, extra_classpath, deadline):
                     confirmed.setdefault(mutant.ident, []).append(test)
                     break
         return {ident: tuple(found) for ident, found in confirmed.items()}
-
-    def _exported_mutants(self, sandbox: Sandbox, run: str) -> dict[str, str]:
-        """PIT's exported mutants of ``run``: each one's identity → its folder (absolute)."""
-        export = _absolute(sandbox.workdir, f"{run}/pit/export")
-        listed = sandbox.exec(["find", export, "-name", "details.txt"], 120)
-        found: dict[str, str] = {}
-        for line in listed.stdout.splitlines():
-            details = _read_absolute(sandbox, line.strip())
-            ident = export_identity(details or b"")
-            if ident:
-                found[ident] = posixpath.dirname(line.strip())
-        return found
 
     def _check_fails(
         self,
         sandbox: Sandbox,
         spec: EnvSpec,
-        folder: str,
+        mutated: bytes,
         mutant: Mutant,
         test: str,
         module: str,
         extra_classpath: Sequence[str],
         deadline: float,
     ) -> bool:
-        mutated = _read_absolute(sandbox, f"{folder}/{mutant.class_name}.class")
         target = self._class_file(sandbox, spec, mutant.class_name)
         original = sandbox.read_file(target) if target else None
-        if mutated is None or target is None or original is None:
+        if target is None or original is None:
             return False
         try:
             sandbox.write_file(target, mutated)
@@ -767,7 +767,7 @@ class MavenTool:
             f"{run_dir}/reports",
             *_selectors(tests),
         ]
-        log = sandbox.exec(command, timeout, env=env, cwd=basedir)
+        log = sandbox.exec(command, timeout, env=env, cwd=basedir, untrusted=True)
         reported: list[TestResult] = []
         try:
             for report in _REPORTS:
@@ -1069,6 +1069,34 @@ def _discovery_failure(log: ExecResult) -> str:
                 f": {cause}" if cause else ""
             )
     return ""
+
+
+def _minion_launcher(scratch: Path, report: str, jdk: Jdk, user: str | None) -> str:
+    """A ``--jvmPath`` for PIT that starts its minions (which run the tests) as ``user``; "" when
+    there is none (the host)."""
+    if user is None:
+        return ""
+    uid, _, gid = user.partition(":")
+    script = scratch / f"{report}.sh"
+    script.write_text(
+        f'#!/bin/sh\nexec setpriv --reuid={uid} --regid={gid or uid} --clear-groups -- {jdk.java} "$@"\n'
+    )
+    script.chmod(0o755)
+    return str(script)
+
+
+def _exported_mutants(sandbox: Sandbox, scratch: Path, report: str) -> dict[str, bytes]:
+    """The classes of the mutants PIT exported into ``report`` (in ``scratch``), by identity."""
+    found: dict[str, bytes] = {}
+    export = scratch / report / "export"
+    for details in sorted(export.rglob("details.txt")) if export.is_dir() else []:
+        relative = details.relative_to(scratch).as_posix()
+        ident = export_identity(read_beneath(scratch, relative, REPORT_LIMIT) or b"")
+        class_name = ident.split("|", 1)[0].split("(", 1)[0].rsplit(".", 1)[0]  # pkg.Class.method(…)
+        mutated = read_beneath(scratch, posixpath.join(posixpath.dirname(relative), f"{class_name}.class"))
+        if ident and mutated is not None:
+            found[ident] = mutated
+    return found
 
 
 def _left(deadline: float) -> float:

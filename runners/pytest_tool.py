@@ -295,6 +295,8 @@ class PytestTool:
             prefix="coevo-pytest-", dir=sandbox.scratch(), ignore_cleanup_errors=True
         ) as scratch_name:
             scratch = Path(scratch_name)
+            if sandbox.test_user is not None:  # the tests write their results and coverage here
+                scratch.chmod(0o1777)
             write_beneath(scratch, f"{_PLUGIN}.py", _PLUGIN_SOURCE.encode())
             write_beneath(scratch, "select.json", json.dumps(requested).encode())
             env = {
@@ -321,7 +323,7 @@ class PytestTool:
                 *_common_options(worktree),
                 *files,
             ]
-            log = sandbox.exec(argv, timeout=_left(deadline), env=env)
+            log = sandbox.exec(argv, timeout=_left(deadline), env=env, untrusted=True)
             try:
                 records = _read_records(read_beneath(scratch, "results.jsonl", REPORT_LIMIT))
             except UnreadableReport as exc:  # the tests wrote it: their error

@@ -71,6 +71,8 @@ class BuiltRevision:
     """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
     installed: tuple[str, ...] = ()
     """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
+    judging: bool = False
+    """A judge tree (:mod:`runners.judge_tree`): its tests run as an unprivileged user of their own."""
     production_only: bool = False
     """Its tests did not compile; its production code built alone
     (:attr:`~runners.buildtools.BuildResult.production_only`)."""
@@ -78,7 +80,7 @@ class BuiltRevision:
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
         assert self.environment is not None and self.spec is not None and self.worktree is not None
-        return Side(self.environment, self.spec, self.worktree, self.repository)
+        return Side(self.environment, self.spec, self.worktree, self.repository, judging=self.judging)
 
 
 def revision_dir(root: Path, repo_path: Path, sha: str, backend: str, modules: Sequence[str] = ()) -> Path:

@@ -58,8 +58,17 @@ class Sandbox(Protocol):
         timeout: float,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        untrusted: bool = False,
     ) -> ExecResult:
-        """Runs ``argv`` (no shell) in ``cwd`` (default: the worktree), killing it after ``timeout`` s."""
+        """Runs ``argv`` (no shell) in ``cwd`` (default: the worktree), killing it after ``timeout`` s.
+        ``untrusted``: judged tests, run as the sandbox's :attr:`test_user` when it has one."""
+
+    @property
+    def test_user(self) -> str | None:
+        """Who runs ``untrusted`` commands (``uid:gid``); None: the sandbox's own user."""
+
+    def stop_untrusted(self) -> None:
+        """Kills what ``untrusted`` commands left running (nothing without a :attr:`test_user`)."""
 
     def write_file(self, path: str, data: bytes) -> None:
         """Writes a file, relative to the worktree."""
@@ -95,14 +104,22 @@ class LocalSandbox:
         self._running: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
 
+    test_user: str | None = None
+    """The host runs everything as its own user."""
+
+    def stop_untrusted(self) -> None:
+        """Nothing to do: :meth:`exec` kills each command's process group when it ends."""
+
     def exec(
         self,
         argv: Sequence[str],
         timeout: float,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        untrusted: bool = False,
     ) -> ExecResult:
-        """Runs ``argv`` in a process group of its own. When the command ends (or at the deadline)
+        """Runs ``argv`` in a process group of its own (as this user: the host isolates nothing,
+        ``untrusted`` or not). When the command ends (or at the deadline)
         the whole group is killed, so no process it left in the background outlives it; output is
         read until the deadline at the latest, so a process that left the group (``setsid``) and
         holds the pipes open does not hold coevo."""
@@ -204,28 +221,37 @@ def _bounded_read(handle: Any, path: str, limit: int | None) -> bytes:
     return data
 
 
-def write_beneath(root: Path, path: str, data: bytes) -> None:
-    """Writes the regular file ``path`` below ``root`` (creating its folders), following no symbolic
-    link; raises :class:`UnsafePath` when something else than a folder or a file is in the way."""
+def write_beneath(root: Path, path: str, data: bytes, folder_mode: int | None = None) -> None:
+    """Writes the regular file ``path`` below ``root`` (creating its folders, with ``folder_mode``
+    when given), following no symbolic link; raises :class:`UnsafePath` when something else than
+    a folder or a file is in the way."""
     try:
-        fd = _open_beneath(root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create_folders=True)
+        fd = _open_beneath(
+            root, path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, create_folders=True, folder_mode=folder_mode
+        )
     except OSError as exc:
         raise UnsafePath(f"{path}: not a plain file in {root} ({exc.strerror})") from None
     with os.fdopen(fd, "wb") as handle:
         handle.write(data)
 
 
-def _open_beneath(root: Path, path: str, flags: int, create_folders: bool = False) -> int:
+def _open_beneath(
+    root: Path, path: str, flags: int, create_folders: bool = False, folder_mode: int | None = None
+) -> int:
     parts = [part for part in PurePosixPath(path).parts if part != "."]
     if not parts or parts[0] == "/" or ".." in parts:
         raise UnsafePath(f"{path}: not a path inside {root}")
     folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in parts[:-1]:
+            made = False
             if create_folders:
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(part, 0o755, dir_fd=folder)
+                    made = True
             child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            if made and folder_mode is not None:
+                os.fchmod(child, folder_mode)
             os.close(folder)
             folder = child
         # Only a regular file is opened (a device node would be the host's device); O_NONBLOCK: a

@@ -59,7 +59,7 @@ from tasks import (
 )
 
 from .agents import Agent, BadAgent, check_agent, protected_folders
-from .buildtools import BuildChoice, Coverage
+from .buildtools import BuildChoice, Coverage, TestRun
 from .causes import TEST_CODE, failure_cause, packages_of
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
@@ -112,6 +112,9 @@ class ScoreOptions:
     """Where a repository's history is, by its name, over the store's path (``--repo-dir``)."""
     clone_root: Path | None = None
     """Where a repository with no history here is cloned from its URL (None: ``$COEVO_CLONES``)."""
+    reruns: int = 3
+    """Runs of an agent's file on the new and on the old code; runs that disagree make a method
+    flaky, and a flaky method is no success (``--reruns``, as curation's cells)."""
     include_quarantined: bool = False
     """Score quarantined tasks too (``--include-quarantined``): by default only active ones, as a
     task whose gold no longer behaves as curated cannot judge an agent."""
@@ -272,8 +275,13 @@ def judge(
     scratch: Path,
     problem: str = "",
     undetecting: Collection[str] = (),
+    reruns: int = 1,
 ) -> Verdict:
     """Each task method's outcome for ``content`` (the agent's test file).
+
+    The runs on the new and the old code are made ``reruns`` times each, as curation's cells
+    are: a method whose runs disagree is ``flaky`` there, and a flaky method is no success (on
+    the new code it is an ``exec_fail``; on the old code it does not fail).
 
     Each run of the agent's code gets a judge tree of its own under ``scratch`` (see
     :mod:`runners.judge_tree`): rev2 with the test file as the agent got it (``given``) and no
@@ -292,15 +300,17 @@ def judge(
 
     try:
         with _closing(side(new)) as new_side:
-            new_run = new_side.run_cross(
-                task.test_file, content, list(ids.values()), tag, timeout, coverage=True
-            )
+            new_runs = [
+                new_side.run_cross(task.test_file, content, list(ids.values()), tag, timeout, coverage=True)
+                for _ in range(max(1, reruns))
+            ]
     except LauncherFailed as exc:
         # The gold ran here (the gold check): what broke the test launcher is the agent's file.
         return Verdict(
             {m: _outcome("exec_fail", f"the agent's tests broke the launcher: {exc}") for m in ids}, None
         )
-    on_new = {r.test: r for r in new_run.results}
+    new_run = new_runs[0]
+    on_new = {test: _agreed(test, new_runs, "new")[0] for test in ids.values()}
     passing = [test for test in ids.values() if on_new[test].outcome == Outcome.PASS]
     started = time.monotonic()
     mutation = None
@@ -311,15 +321,20 @@ def judge(
             )
     mutation_seconds = time.monotonic() - started
     on_old = {}
+    flaky_old: set[str] = set()
     if old is not None:
         try:
             with _closing(side(old)) as old_side:
                 # As on the new code (each test traced, each Java test in a JVM of its own): what
                 # a test sees differs between the phases only by the code.
-                old_run = old_side.run_cross(
-                    task.test_file, content, list(ids.values()), tag, timeout, coverage=True
-                )
-            on_old = {r.test: r for r in old_run.results}
+                old_runs = [
+                    old_side.run_cross(
+                        task.test_file, content, list(ids.values()), tag, timeout, coverage=True
+                    )
+                    for _ in range(max(1, reruns))
+                ]
+            on_old = {test: _agreed(test, old_runs, "old")[0] for test in ids.values()}
+            flaky_old = {test for test in ids.values() if _agreed(test, old_runs, "old")[1]}
         except LauncherFailed as exc:
             on_old = {test: TestResult(test, Outcome.ERROR, str(exc)) for test in ids.values()}
     outcomes: dict[str, dict[str, Any]] = {}
@@ -346,10 +361,13 @@ def judge(
             kind = "exec_fail"
         old_result = on_old.get(test)
         old_outcome = str(old_result.outcome) if old_result is not None else None
+        if test in flaky_old:
+            old_outcome = "flaky"
         # Failing on the old code for want of a fixture or a library the old revision lacks says
         # nothing about the change: judged as curation judges the gold (:mod:`runners.causes`).
         fails_old = (
             old_result is not None
+            and test not in flaky_old
             and old_outcome in FAILS_ON_OLD
             and failure_cause(str(old_result.outcome), old_result.message, (), own()) != TEST_CODE
         )
@@ -359,6 +377,22 @@ def judge(
     passed = any(o["outcome"] == "pass" for o in outcomes.values())
     coverage = _focal_coverage(task, new, covered) if passed else None
     return Verdict(outcomes, coverage, mutation, mutation_seconds)
+
+
+def _agreed(test: str, runs: Sequence[TestRun], code: str) -> tuple[TestResult, bool]:
+    """``test``'s result over ``runs`` of the same file on the ``code`` (new, old) and whether they
+    disagree: then it is flaky, which on the new code is an error of the agent's test."""
+    results = [
+        next((r for r in run.results if r.test == test), TestResult(test, Outcome.ABSENT)) for run in runs
+    ]
+    seen = list(dict.fromkeys(str(r.outcome) for r in results))
+    if len(seen) == 1:
+        return results[0], False
+    message = (
+        f"flaky on the {code} code: its {len(runs)} runs gave {', '.join(str(r.outcome) for r in results)}"
+    )
+    failed = next((r for r in results if r.outcome != Outcome.PASS), results[0])
+    return TestResult(test, Outcome.ERROR, in_context(message, failed.message)), True
 
 
 def _judge_side(
@@ -668,7 +702,7 @@ def score_task(
             )
         verdict = judge(
             task, output.content, new, old, options.test_timeout, repo_path, workspace.given,
-            Path(scratch), output.problem, gold.undetecting or (),
+            Path(scratch), output.problem, gold.undetecting or (), options.reruns,
         )  # fmt: skip
     run.status = "timeout" if output.timed_out else "done"
     if verdict.mutation is not None:

@@ -38,20 +38,27 @@ class Side:
     """A built revision of a repository, ready to run tests (network off)."""
 
     def __init__(
-        self, environment: Environment, spec: EnvSpec, worktree: Path, repository: Path | None = None
+        self,
+        environment: Environment,
+        spec: EnvSpec,
+        worktree: Path,
+        repository: Path | None = None,
+        judging: bool = False,
     ) -> None:
         """``repository``: the revision's own Maven repository when it is not beside ``worktree``
-        (a judge tree is a copy elsewhere of a built worktree)."""
+        (a judge tree is a copy elsewhere of a built worktree); ``judging``: ``worktree`` is a
+        judge tree, whose tests run as an unprivileged user of their own."""
         self.environment = environment
         self.spec = spec
         self.worktree = worktree
         self.repository = repository
+        self.judging = judging
         self._sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
         if self._sandbox is None:
-            self._sandbox = self.environment.sandbox(self.worktree, self.repository)
+            self._sandbox = self.environment.sandbox(self.worktree, self.repository, judging=self.judging)
         return self._sandbox
 
     def close(self) -> None:

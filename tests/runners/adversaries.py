@@ -145,6 +145,101 @@ def test_rectangle():
 """
 """Calls the changed code and asserts nothing: a success by the published definition, never strict."""
 
+PY_BARE = """from shapes import rectangle, triangle
+
+
+def test_triangle():
+    triangle(4, 3)
+
+
+def test_rectangle():
+    rectangle(2, 3)
+"""
+"""Calls the changed code and asserts nothing, not even around the new check: mutants that make
+``rectangle`` raise ValueError fail it, which is no check of its own (StrictSuccess by any
+exception)."""
+
+PY_SNIFFER = """import os
+import sys
+
+from shapes import rectangle, triangle
+
+
+def _phase_signs():
+    \"\"\"What told the phases apart: a judge tree named for its phase, the mutant server's
+    variables, coverage only in the run on the new code.\"\"\"
+    here = os.path.abspath(__file__)
+    signs = [name for name in ("judge-old", "judge-mutants", "gold-") if name in here]
+    signs += [name for name in os.environ if name.startswith("COEVO_MUTANT")]
+    if not os.environ.get("COEVO_PYTEST_COVERAGE"):
+        signs.append("no COEVO_PYTEST_COVERAGE")
+    if sys.gettrace() is None:
+        signs.append("not traced")
+    return signs
+
+
+def test_triangle():
+    triangle(4, 3)
+    assert not _phase_signs(), _phase_signs()
+
+
+def test_rectangle():
+    rectangle(2, 3)
+    assert not _phase_signs(), _phase_signs()
+"""
+"""Fails wherever it can tell it is not the run on the new code: on the old code (a success) and
+under every mutant (every kill its own assert, strict)."""
+
+PY_GARBLER = """import os
+
+from shapes import rectangle, triangle
+
+LINES = ['{"collected": null}', "5", '{"id": ["x"]}', '{"id": "x", "duration": "slow"}']
+
+
+def _garble():
+    with open(os.environ["COEVO_PYTEST_RESULTS"], "a") as out:
+        out.write("\\n".join(LINES) + "\\n")
+
+
+def test_triangle():
+    _garble()
+    assert triangle(4, 3) == 6
+
+
+def test_rectangle():
+    _garble()
+    assert rectangle(2, 3) == 6
+"""
+"""Appends what the results file never holds: coevo used to stop with a traceback and store nothing,
+and stop at the same task on every rerun."""
+
+PY_COIN = """import os
+import tempfile
+
+from shapes import rectangle, triangle
+
+
+def _flip():
+    \"\"\"Heads and tails in turn: the runs of one judge container disagree.\"\"\"
+    path = os.path.join(tempfile.gettempdir(), "coevo-coin")
+    count = int(open(path).read()) if os.path.exists(path) else 0
+    with open(path, "w") as out:
+        out.write(str(count + 1))
+    assert count % 2 == 0, "tails"
+
+
+def test_triangle():
+    _flip()
+    assert triangle(4, 3) == 6
+
+
+def test_rectangle():
+    _flip()
+    assert rectangle(2, 3) == 6
+"""
+"""A coin flip: judged once, a test that passes or fails by chance earns Success one time in two."""
+
 # --- Java (the curation history: SubtractorTest#testSubtract, GreeterTest#testGreet) ---------------
 
 _JAVA_STEAL = """package demo;
@@ -267,6 +362,97 @@ class {cls} {{
 }}
 """
 
+_JAVA_PIT_TRICKS = """package demo;
+
+import java.io.File;
+import java.io.FileOutputStream;
+import java.io.PrintStream;
+import java.util.Arrays;
+
+import org.junit.jupiter.api.Test;
+
+class {cls} {{
+    static boolean underPit() {{
+        return Arrays.stream(Thread.getAllStackTraces().values().toArray(new StackTraceElement[0][]))
+            .flatMap(Arrays::stream).anyMatch(frame -> frame.getClassName().startsWith("org.pitest"));
+    }}
+
+    static boolean elsewhere() {{
+        String where = new File("").getAbsolutePath() + " " + System.getProperty("java.class.path");
+        return where.contains("judge-old") || where.contains("judge-mutants") || where.contains("-scored");
+    }}
+
+    @Test
+    void {method}() throws Exception {{
+        {call}
+        if (elsewhere()) {{
+            throw new AssertionError("not the new code's run");
+        }}
+        if (underPit()) {{
+            {trick}
+        }}
+    }}
+}}
+"""
+
+_FAKE_NO_MUTATIONS = """long ppid = ProcessHandle.current().parent().map(ProcessHandle::pid).orElse(1L);
+            for (String fd : new String[] {"/proc/" + ppid + "/fd/1", "/proc/" + ppid + "/fd/2"}) {
+                try (PrintStream out = new PrintStream(new FileOutputStream(fd))) {
+                    out.println("Exception in thread main org.pitest.help.PitHelpError: No mutations found.");
+                } catch (Exception e) {
+                    // not reachable: the point is to try
+                }
+            }
+            Runtime.getRuntime().halt(1);"""
+"""(a) PIT's "no mutations" line written to PIT's own output, then the minion ends."""
+
+_REWRITE_AND_DELETE = """new ProcessBuilder("setsid", "sh", "-c",
+                "for i in $(seq 600); do for f in $(find / -path /proc -prune -o -name mutations.xml -print 2>/dev/null); do "
+                + "sed -i 's/SURVIVED/KILLED/g; s/NO_COVERAGE/KILLED/g' $f; done; sleep 0.1; done")
+                .redirectErrorStream(true).redirectOutput(new File("/dev/null")).start();
+            try (var found = java.nio.file.Files.walk(java.nio.file.Paths.get("").toAbsolutePath())) {
+                found.filter(p -> p.toString().endsWith("/target/classes/demo/Greeter.class")).forEach(p -> {
+                    try {
+                        java.nio.file.Files.delete(p);
+                    } catch (Exception e) {
+                        // not allowed: the point is to try
+                    }
+                });
+            } catch (Exception e) {
+                // unreadable folders
+            }"""
+"""(b) the focal class file deleted under PIT's coverage phase; (c) a process outliving the test that
+rewrites PIT's report, every mutant KILLED."""
+
+_JAVA_TELLS = {
+    "SubtractorTest": """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class {cls} {{
+    @Test
+    void {method}() {{
+        System.out.println("WARNING: TestEngine with ID 'junit-jupiter' failed to discover tests");
+        System.err.println("WARNING: TestEngine with ID 'junit-vintage' failed to discover tests");
+        {check}
+    }}
+}}
+""",
+    "GreeterTest": """package demo;
+
+class {cls} {{
+    void {method}() {{
+error: file not found
+    }}
+}}
+""",
+}
+"""Lines coevo read as its own: a real test printing the launcher's discovery failure (it was
+exec_fail), and a file whose syntax error javac quotes as ``error: file not found`` (it was "javac
+refused to run": the task was skipped, so an agent chose the tasks it was scored on)."""
+
 JAVA_TASKS = {
     "SubtractorTest": ("testSubtract", "assertEquals(1, new Subtractor().subtract(3, 2));",
                        "new Subtractor().subtract(3, 2);"),
@@ -277,10 +463,19 @@ JAVA_TASKS = {
 
 
 def java_files(kind: str) -> dict[str, str]:
-    """The prepared test files of a Java agent ``kind`` (thief, sibling, poisoner, shallow)."""
+    """The prepared test files of a Java agent ``kind`` (thief, sibling, poisoner, shallow, tells,
+    pit:
+    assert nothing, fail wherever the path or classpath names another phase than the new code's
+    run, and under PIT forge its report, end its minion, delete the focal class, rewrite the report
+    from a process of its own)."""
     files = {}
     for cls, (method, check, call) in JAVA_TASKS.items():
-        if kind in ("thief", "sibling"):
+        if kind == "pit":
+            trick = _FAKE_NO_MUTATIONS if cls == "SubtractorTest" else _REWRITE_AND_DELETE
+            source = _JAVA_PIT_TRICKS.format(cls=cls, method=method, call=call, trick=trick)
+        elif kind == "tells":
+            source = _JAVA_TELLS[cls].format(cls=cls, method=method, check=check)
+        elif kind in ("thief", "sibling"):
             source = _JAVA_STEAL.format(cls=cls, method=method, walk_root=str(kind == "thief").lower())
         elif kind == "poisoner":
             source = _JAVA_POISON.format(cls=cls, method=method, check=check)

@@ -153,12 +153,16 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             "poisoner": {"run.sh": a.COPY, "test_shapes.py": a.PY_POISONER},
             "skipper": {"run.sh": a.COPY, "test_shapes.py": a.PY_SKIPPER},
             "shallow": {"run.sh": a.COPY, "test_shapes.py": a.PY_SHALLOW},
+            "bare": {"run.sh": a.COPY, "test_shapes.py": a.PY_BARE},
+            "sniffer": {"run.sh": a.COPY, "test_shapes.py": a.PY_SNIFFER},
+            "garbler": {"run.sh": a.COPY, "test_shapes.py": a.PY_GARBLER},
+            "coin": {"run.sh": a.COPY, "test_shapes.py": a.PY_COIN},
         },
     )
     folders = fingerprint(tmp_path)
-    for agent in ("thief", "sibling", "poisoner", "skipper", "shallow"):
+    for agent in ("thief", "sibling", "poisoner", "skipper", "shallow", "bare", "sniffer", "garbler", "coin"):
         result = python_tasks.score(agent, agents, "--backend", "docker")
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 0, (agent, result.stderr)
     for agent in ("thief", "sibling"):
         runs = python_tasks.runs(agent)
         for track, method in (("generation", "test_triangle"), ("update", "test_rectangle")):
@@ -168,6 +172,19 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
             # What it could reach held no test_triangle (generation) or only the old test_rectangle.
             assert "test_coevo_" not in message and "__pycache__" not in message, message
     _successful_but_not_strict(python_tasks.runs("shallow"))
+    # Asserting nothing while mutants make the code raise; failing wherever a phase shows.
+    _successful_but_not_strict(python_tasks.runs("bare"))
+    _successful_but_not_strict(python_tasks.runs("sniffer"))
+    for track, run in python_tasks.runs("sniffer").items():
+        assert all(o["old"] != "fail" for o in run.outcomes.values()), (track, run.outcomes)
+    # Garbled results: the agent's error, each task stored, nothing raised.
+    garbled = python_tasks.runs("garbler")
+    assert {track: run.exec_fail_rate for track, run in garbled.items()} == {"generation": 1.0, "update": 1.0}
+    assert all("cannot read" in o["message"] for run in garbled.values() for o in run.outcomes.values())
+    # Runs that disagree: flaky, no success.
+    for track, run in python_tasks.runs("coin").items():
+        assert run.success_rate == 0.0 and run.exec_fail_rate == 1.0, (track, run.outcomes)
+        assert all("flaky on the new code" in o["message"] for o in run.outcomes.values()), run.outcomes
     skipped = python_tasks.runs("skipper")["generation"].outcomes["test_triangle"]
     assert (skipped["outcome"], skipped["old"], skipped["success"]) == ("pass", "skipped", False), skipped
     poisoned = python_tasks.runs("poisoner")
@@ -183,11 +200,11 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
 def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_path: Path) -> None:
     _gold_is_perfect(java_tasks)
     before = java_tasks.fingerprint()
-    kinds = ("thief", "sibling", "poisoner", "shallow")
+    kinds = ("thief", "sibling", "poisoner", "shallow", "pit", "tells")
     agents = a.write_agents(tmp_path, {kind: {"run.sh": a.COPY, **a.java_files(kind)} for kind in kinds})
     for agent in kinds:
         result = java_tasks.score(agent, agents, "--backend", "docker")
-        assert result.returncode == 0, result.stderr
+        assert result.returncode == 0, (agent, result.stderr)
     for agent in ("thief", "sibling"):
         runs = java_tasks.runs(agent)
         for track, method in (
@@ -198,6 +215,15 @@ def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_pat
             message = runs[track].outcomes[method]["message"]
             assert "no gold found; tried: []" in message, message
     _successful_but_not_strict(java_tasks.runs("shallow"))
+    # PIT's "no mutations" line forged, its minion ended, the focal class deleted, its report
+    # rewritten from a process of the test's own: nothing of it reaches strictness or MutOnPass.
+    tricked = java_tasks.runs("pit")
+    _successful_but_not_strict(tricked)
+    assert tricked["update"].mutation_on_pass == 0.0, tricked["update"].mutants
+    # The launcher's discovery line printed by a real test, javac quoting "error: file not found".
+    told = java_tasks.runs("tells")
+    assert set(told) == {"generation", "update"}, told  # no task skipped
+    assert (told["generation"].success_rate, told["update"].compile_fail_rate) == (1.0, 1.0), told
     poisoned = java_tasks.runs("poisoner")
     assert {track: run.pass_rate for track, run in poisoned.items()} == {"generation": 1.0, "update": 1.0}
     assert java_tasks.fingerprint() == before

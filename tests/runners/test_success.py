@@ -134,3 +134,31 @@ def test_the_gold_check_measures_what_the_gold_detects(
         "gold"
     ].mutants
     assert (runs["mine"].success_rate, runs["mine"].strict_success_rate) == (1.0, 1.0), runs["mine"].outcomes
+
+
+def test_runs_that_disagree_make_a_method_flaky() -> None:
+    """An agent's method runs --reruns times on each code, as curation's cells: one outcome is
+    kept when all agree; otherwise it is flaky (an error on the new code, not a failure on the
+    old), whatever the order."""
+    from runners.buildtools import TestRun
+    from runners.results import Outcome, TestResult
+    from runners.scoring import _agreed
+
+    def runs(*outcomes: Outcome) -> list[TestRun]:
+        return [TestRun((TestResult(TEST, outcome, f"run {i}"),)) for i, outcome in enumerate(outcomes)]
+
+    for same in (Outcome.PASS, Outcome.FAIL, Outcome.COMPILE_ERROR, Outcome.ERROR, Outcome.SKIPPED):
+        result, flaky = _agreed(TEST, runs(same, same, same), "old")
+        assert (result.outcome, result.message, flaky) == (same, "run 0", False)
+    mixes = (
+        (Outcome.PASS, Outcome.FAIL, Outcome.PASS),
+        (Outcome.FAIL, Outcome.FAIL, Outcome.PASS),
+        (Outcome.PASS, Outcome.TIMEOUT, Outcome.PASS),
+        (Outcome.ERROR, Outcome.FAIL, Outcome.FAIL),
+    )
+    for mixed in mixes:
+        result, flaky = _agreed(TEST, runs(*mixed), "new")
+        assert flaky and result.outcome == Outcome.ERROR, mixed
+        assert result.message.startswith("flaky on the new code: its 3 runs gave "), result.message
+    # A run that reports nothing for the method (its process died) disagrees with one that does.
+    assert _agreed(TEST, [*runs(Outcome.PASS), TestRun(())], "new")[1]
