@@ -51,6 +51,7 @@ from tasks import (
     Terminated,
     TestChangeKind,
     Track,
+    disk_full,
     import_snapshot,
     list_candidates,
     list_snapshots,
@@ -1945,6 +1946,12 @@ def main(argv: list[str] | None = None) -> int:
         return 128 + signalled.signum if isinstance(signalled, Terminated) else 130
     except CoevoError as exc:
         err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        return 1
+    except OSError as exc:
+        full = disk_full(exc)
+        if full is None:
+            raise
+        err.print(f"error: {full}; the work done so far is saved", highlight=False, soft_wrap=True)
         return 1
     return result if isinstance(result, int) else 0
 

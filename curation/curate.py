@@ -70,6 +70,7 @@ from tasks import (
     Terminated,
     TestChangeKind,
     Track,
+    disk_full,
     mark_abandoned_runs,
     open_store,
     task_id,
@@ -158,6 +159,8 @@ def curate(store: Store, request: CurateRequest, progress: CurateProgress | None
     def finished(pair: tuple[int, str, str, int], result: PairOutcome | BaseException) -> None:
         nonlocal done, failed
         pair_id, rev1, rev2, repository_id = pair
+        if isinstance(result, OSError) and (full := disk_full(result)) is not None:
+            result = full  # a full disk is the machine's, never the pair's
         if isinstance(result, InfrastructureError):
             left = len(pending) - done - failed
             raise InfrastructureError(

@@ -23,18 +23,20 @@ import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from miner import origin_remote
-from tasks import CoevoError, InfrastructureError, MissingToolchain
+from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, disk_full
 
 from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, build_revision, prepare_environment
 from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
 from .jdk import JdkPlan, recorded_plan
 from .sides import Side
+from .venvs import venvs_root
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
@@ -177,6 +179,10 @@ def prepare_revision(
             if _killed(built):
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
+            if not built.ok and (
+                full := _full_disk(built, [folder, venvs_root(), Path(tempfile.gettempdir())])
+            ):
+                raise full  # the machine's fault: nothing is recorded, the build is retried
             record = {
                 "ok": built.ok,
                 "message": built.message,
@@ -206,6 +212,47 @@ def prepare_revision(
         sha, status, recorded["message"], spec, environment, worktree, image, folder / REVISION_M2, choices,
         tuple(recorded.get("installed") or ()), bool(recorded.get("production_only")),
     )  # fmt: skip
+
+
+LOW_SPACE = 1 << 30
+"""Bytes free under which a disk counts as full when a build says so (a build that merely prints
+"No space left on device" with room to spare failed on its own)."""
+NEARLY_FULL = 64 << 20
+"""Bytes free under which a failed build is put down to the disk whatever it printed (a venv's
+``ensurepip`` says only that it failed)."""
+
+
+def _full_disk(built: BuildResult, folders: Sequence[Path]) -> DiskFull | None:
+    """Why a failed build is the machine's fault: it says a disk is full and one of the folders it
+    writes is low on space, or one of them is all but full."""
+    said = disk_full(_build_output(built))
+    if said is not None and _low_on_space(folders, LOW_SPACE):
+        return said
+    low = _low_on_space(folders, NEARLY_FULL)
+    if low is not None:
+        return DiskFull(f"a disk is full ({low} has less than {NEARLY_FULL >> 20} MiB free): free some space")
+    return None
+
+
+def _low_on_space(folders: Sequence[Path], free: int) -> Path | None:
+    """The first of ``folders`` with less than ``free`` bytes left on its disk."""
+    for folder in folders:
+        probe = folder
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        try:
+            usage = shutil.disk_usage(probe)
+        except OSError:
+            continue
+        if usage.free < free:
+            return folder
+    return None
+
+
+def _build_output(built: BuildResult) -> str:
+    """What a failed build said: its message and its output."""
+    log = built.log
+    return "\n".join(filter(None, [built.message, log.stdout if log else "", log.stderr if log else ""]))
 
 
 def _built_with(outcome: Path, jdk: JdkPlan | None) -> bool:

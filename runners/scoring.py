@@ -55,6 +55,7 @@ from tasks import (
     Task,
     TaskStatus,
     Track,
+    disk_full,
     mark_abandoned_runs,
 )
 
@@ -821,6 +822,11 @@ def score(
             raise  # the agent or coevo itself, not the task: the whole run stops, nothing stored
         except CoevoError as exc:
             return str(exc)
+        except OSError as exc:
+            full = disk_full(exc)
+            if full is None:
+                raise
+            raise full from None  # the machine's: the task is scored on the next run
         with store.session() as session:
             session.exec(
                 delete(AgentRun).where(col(AgentRun.agent) == agent.name, col(AgentRun.task_id) == task.id)

@@ -1,6 +1,6 @@
 """The data model and the store that every stage reads and writes."""
 
-from .errors import CoevoError, InfrastructureError, MissingToolchain
+from .errors import CoevoError, DiskFull, InfrastructureError, MissingToolchain, disk_full
 from .identity import adopt_identities, task_id
 from .models import (
     AgentRun,
@@ -96,6 +96,7 @@ __all__ = [
     "Cycle",
     "CycleStatus",
     "DiscoveredRepository",
+    "DiskFull",
     "DropReason",
     "ExportOptions",
     "FocalLink",
@@ -138,6 +139,7 @@ __all__ = [
     "adopt_identities",
     "changes_since_snapshot",
     "database_url",
+    "disk_full",
     "export_snapshot",
     "import_snapshot",
     "list_candidates",

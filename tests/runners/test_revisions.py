@@ -81,3 +81,61 @@ def test_two_stores_with_different_repositories_never_share_a_built_revision(
     }
     assert "return 1" in (alice.worktree / "calc.py").read_text()
     assert "return 2" in (bob.worktree / "calc.py").read_text()
+
+
+def test_a_full_disk_is_the_machines_fault_never_a_build_failure() -> None:
+    """What a build prints or raises about a full disk stops the unit (retried next run) instead of
+    storing it as build_failed; a build that only prints the words with room to spare failed alone."""
+    import errno
+
+    from runners.revisions import _low_on_space
+    from tasks import DiskFull, disk_full
+
+    assert isinstance(disk_full(OSError(errno.ENOSPC, "No space left on device", "/v/x")), DiskFull)
+    assert isinstance(disk_full(OSError(errno.EDQUOT, "Disk quota exceeded")), DiskFull)
+    assert disk_full(OSError(errno.EACCES, "Permission denied")) is None
+    pip = (
+        "ERROR: Could not install packages due to an OSError: [Errno 28] No space left on device: '/v/lib'\n"
+    )
+    found = disk_full("Collecting pytest\n" + pip)
+    assert found is not None and "[Errno 28]" in str(found) and "\n" not in str(found)
+    assert disk_full("javac: 1 error\nerror: cannot find symbol") is None
+    assert _low_on_space([Path("/")], 1 << 60) == Path("/")  # more than any disk has
+    assert _low_on_space([Path("/no/such/folder")], 1) is None  # its disk (/'s) has a byte
+
+
+@pytest.mark.slow
+def test_a_build_on_a_full_disk_records_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A venv on a full file system (a 4 MiB tmpfs): the build raises DiskFull, no build.json is
+    written, and the same revision builds once there is room."""
+    import os
+    import subprocess
+
+    from tasks import DiskFull
+
+    if os.geteuid() != 0:
+        pytest.skip("needs root to mount a small tmpfs")
+    small = tmp_path / "small"
+    small.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(small)], check=True)
+    try:
+        monkeypatch.setenv("COEVO_VENVS", str(small / "venvs"))
+        repo = GitRepo(tmp_path / "calc")
+        sha = repo.commit(
+            "start",
+            DATE,
+            {
+                "requirements.txt": "pytest\ncoverage\n",
+                "calc.py": "def answer():\n    return 1\n",
+                "tests/test_calc.py": "def test_answer():\n    assert True\n",
+            },
+        )
+        work = tmp_path / "work"
+        with pytest.raises(DiskFull, match="a disk is full"):
+            prepare_revision(work, repo.path, sha, "python", "local", timeout=600)
+        assert not list(work.rglob("build.json"))
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
+    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
+    built = prepare_revision(work, repo.path, sha, "python", "local", timeout=600)
+    assert built.status == "ok", built.message
