@@ -39,6 +39,7 @@ a near version runs most test suites, and a missing interpreter should not hide 
 
 from __future__ import annotations
 
+import configparser
 import contextlib
 import csv
 import dataclasses
@@ -76,9 +77,9 @@ DEFAULT_INSTALL_TIMEOUT = 1800.0
 MARKER = "coevo-ready.json"
 """Written last into a finished venv; a venv folder without it is rebuilt."""
 
-_LAYOUT = "3"
+_LAYOUT = "4"
 """Bumped when the way venvs are built changes, so old ones are not reused (2: dated installs,
-pinned pip and test tools)."""
+pinned pip and test tools; 4: a local project's files outside site-packages stripped too)."""
 UNDATED = ".undated"
 """Suffix of the file beside a dated key whose install failed: why, and that today's releases built."""
 DATING_PIP = "26.0.1"
@@ -930,23 +931,30 @@ def _strip_local_projects(venv: Path, copy: Path) -> frozenset[str]:
 
 
 def _strip_distribution(site: Path, dist_info: Path) -> None:
-    """Deletes a distribution's files inside site-packages except its ``.dist-info``."""
+    """Deletes a distribution's files anywhere in its venv except its ``.dist-info`` and the console
+    scripts pip wrote for its entry points (they import from PYTHONPATH at test time). What a
+    project installs outside its packages (``data_files``, ``scripts``: a test file among them)
+    goes too: the venv is mounted where agents' tests run, and must hold no test of the project."""
     record = dist_info / "RECORD"
     if not record.is_file():
         return
+    venv = site.resolve().parents[2]  # <venv>/lib/pythonX.Y/site-packages
+    entry_points = _console_scripts(dist_info)
     folders: set[Path] = set()
     for row in csv.reader(record.read_text().splitlines()):
         relative = row[0] if row else ""
         if not relative:
             continue
         target = (site / relative).resolve()
-        if not _inside(target, site.resolve()) or _inside(target, dist_info.resolve()):
-            continue  # console scripts in bin/ stay: they import from PYTHONPATH at test time
-        with contextlib.suppress(FileNotFoundError):
+        if not _inside(target, venv) or _inside(target, dist_info.resolve()):
+            continue
+        if target.parent == venv / "bin" and target.name in entry_points:
+            continue
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
             target.unlink()
         folders.add(target.parent)
     for folder in sorted(folders, key=lambda f: len(f.parts), reverse=True):
-        while folder != site.resolve() and _inside(folder, site.resolve()):
+        while folder != venv and _inside(folder, venv) and folder not in (site.resolve(), venv / "bin"):
             pycache = folder / "__pycache__"
             if pycache.is_dir() and not any(p.suffix != ".pyc" for p in pycache.iterdir()):
                 shutil.rmtree(pycache)
@@ -955,6 +963,18 @@ def _strip_distribution(site: Path, dist_info: Path) -> None:
             except OSError:
                 break
             folder = folder.parent
+
+
+def _console_scripts(dist_info: Path) -> frozenset[str]:
+    """The names of the scripts pip generates for a distribution's entry points."""
+    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
+    parser.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
+    with contextlib.suppress(OSError, configparser.Error, UnicodeDecodeError):
+        parser.read_string((dist_info / "entry_points.txt").read_text())
+    return frozenset(
+        name for section in ("console_scripts", "gui_scripts") if parser.has_section(section)
+        for name in parser.options(section)
+    )  # fmt: skip
 
 
 def _inside(path: Path, folder: Path) -> bool:

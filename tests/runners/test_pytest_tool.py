@@ -895,3 +895,43 @@ def test_the_results_reader_takes_only_what_the_plugin_writes() -> None:
     ):
         with pytest.raises(UnreadableReport):
             _read_records(good + bad)
+
+
+@pytest.mark.slow
+def test_what_a_project_installs_outside_its_packages_leaves_the_venv(tmp_path: Path) -> None:
+    """A setup.py that installs its tests as ``data_files`` and ``scripts`` left the gold test file
+    in the venv, which is mounted where agents' tests run: every file of the project's own
+    distribution goes, but its metadata and its entry points' scripts."""
+    secret = "GOLD_" + "MARKER_7f3a"
+    root = write(
+        tmp_path / "leaky",
+        {
+            "setup.py": """\
+                from setuptools import setup
+
+                setup(
+                    name="leaky",
+                    version="1.0",
+                    py_modules=["leaky"],
+                    data_files=[("tests", ["tests/test_leaky.py"]), ("share/leaky", ["tests/test_leaky.py"])],
+                    scripts=["tests/test_leaky.py"],
+                    entry_points={"console_scripts": ["Leaky-Tool = leaky:main"]},
+                )
+            """,
+            "requirements.txt": "pytest\ncoverage\n.\n",
+            "leaky.py": "def main():\n    return 1\n",
+            "tests/test_leaky.py": (
+                f"import leaky\n\n\ndef test_main():\n    assert leaky.main() == 1  # {secret}\n"
+            ),
+        },
+    )
+    spec = detect_env(FolderTree(root), "python")
+    built = PytestTool().build(LocalSandbox(root), spec, timeout=900)
+    assert built.ok, built.message
+    venv = venv_for(spec, root)
+    holding = [str(p) for p in venv.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert holding == [], holding
+    assert (venv / "bin" / "Leaky-Tool").is_file()  # an entry point's script imports from the worktree
+    assert list(venv.glob("lib/python*/site-packages/leaky-1.0.dist-info"))
+    run = PytestTool().run_tests(LocalSandbox(root), spec, ["tests/test_leaky.py::test_main"], timeout=120)
+    assert [r.outcome for r in run.results] == [Outcome.PASS], run.results
