@@ -42,6 +42,10 @@ class StoreError(CoevoError):
     """The database could not be opened or written."""
 
 
+class NewerStore(StoreError):
+    """The store was written by a newer coevo (columns or values this one does not know)."""
+
+
 class NoStore(StoreError):
     """A read found no coevo store: no such file, an empty file, or another program's database."""
 
@@ -144,6 +148,7 @@ class Store:
         try:
             if path is None:
                 self._check_tables(set(inspect(engine).get_table_names()), sqlite_file=False)
+            self._refuse_newer(engine)  # before anything is written
             SQLModel.metadata.create_all(engine)
             _add_new_columns(engine)
         except StoreError:
@@ -223,6 +228,36 @@ class Store:
                 f"{self.name} is another program's database (tables {', '.join(sorted(tables)[:5])}): "
                 f"{_CHECK_DB}; give a new file to create a coevo store"
             )
+
+    def _refuse_newer(self, engine: Engine) -> None:
+        """Refuses, before anything is written, a store a newer coevo wrote: a column of its
+        tables, or a value of one of their enumerations, that this coevo does not know."""
+        existing = inspect(engine)
+        known_tables = set(existing.get_table_names())
+        for table in SQLModel.metadata.sorted_tables:
+            if table.name not in known_tables:
+                continue
+            declared = {column.name for column in table.columns}
+            unknown = sorted({c["name"] for c in existing.get_columns(table.name)} - declared)
+            if unknown:
+                raise self._newer(f"table {table.name} has column {unknown[0]!r}")
+            for column in table.columns:
+                allowed = getattr(column.type, "enums", None)
+                if not allowed:
+                    continue
+                with engine.connect() as connection:
+                    found = connection.execute(
+                        text(f'SELECT DISTINCT "{column.name}" FROM "{table.name}"')
+                    ).scalars()
+                    strange = sorted({str(v) for v in found if v is not None} - set(allowed))
+                if strange:
+                    raise self._newer(f"{table.name}.{column.name} holds {strange[0][:40]!r}")
+
+    def _newer(self, what: str) -> NewerStore:
+        return NewerStore(
+            f"{self.name} was written by a newer coevo ({what}, unknown to this one): upgrade coevo "
+            "to use it; nothing was changed"
+        )
 
     def _fault(self, context: ExceptionContext) -> None:
         """A locked or damaged SQLite file, met in any statement, becomes one named error."""

@@ -209,3 +209,29 @@ def test_on_a_terminal_the_wait_is_told_and_a_lock_released_in_time_lets_the_com
     os.close(controller)
     assert command.returncode == 0
     assert stdout.startswith("example: completed")
+
+
+@pytest.mark.parametrize("change", ["a value", "a column"])
+def test_a_store_of_a_newer_coevo_is_refused_by_every_command_and_never_written(
+    mined: tuple[Path, Path], store: Path, change: str
+) -> None:
+    """A newer coevo adds statuses and columns; this one would fail on them with a traceback, or
+    write rows the newer one then misreads: every command refuses the store in one line."""
+    with sqlite3.connect(store) as connection:
+        if change == "a value":
+            connection.execute("UPDATE miningrun SET status = 'ARCHIVED'")
+        else:
+            connection.execute("ALTER TABLE repository ADD COLUMN stars INTEGER")
+    connection.close()
+    before = _folder(store)
+    for command in (
+        *READ_COMMANDS,
+        ("tasks",),
+        ("show-task", "gen-0"),
+        ("export", "--out", str(store.parent / "s")),
+    ):
+        _one_line_error(coevo(*command, "--db", str(store)), "written by a newer coevo", "upgrade coevo")
+        assert _folder(store) == before, command
+    for command in (("mine", str(mined[0])), ("curate",), ("score", "--agent", "gold")):
+        _one_line_error(coevo(*command, "--db", str(store)), "written by a newer coevo")
+        assert _folder(store) == before, command
