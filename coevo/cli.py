@@ -333,7 +333,7 @@ def run(
         if report.site is not None:
             out.print(_site_line(report.site), highlight=False, soft_wrap=True)
         for location, message in report.errors.items():
-            err.print(f"error: {location}: {cause_line(message)}", highlight=False)
+            err.print(f"error: {_one_line(location)}: {_one_line(cause_line(message))}", highlight=False)
     if not report.ok:
         raise SystemExit(1)
 
@@ -959,6 +959,12 @@ def _visible(text: str) -> str:
         char if char in "\n\t" or unicodedata.category(char) not in ("Cc", "Cf") else _escaped(char)
         for char in text
     )
+
+
+def _one_line(text: str) -> str:
+    """``text`` (a path, a name, a message holding them) on one line: control characters, line
+    breaks among them, escaped (a repository path may hold a newline)."""
+    return _visible(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _escaped(char: str) -> str:
@@ -1858,7 +1864,7 @@ def _print_cycles(cycles: Sequence[Cycle], as_json: bool) -> None:
             soft_wrap=True,
         )
         for location, result in c.repositories.items():
-            out.print(f"  {repository_line(location, result)}", highlight=False, soft_wrap=True)
+            out.print(f"  {_one_line(repository_line(location, result))}", highlight=False, soft_wrap=True)
         if c.snapshot:
             out.print(f"  snapshot: {c.snapshot}", highlight=False, soft_wrap=True)
         if c.site:
@@ -1907,14 +1913,14 @@ def _print_runs(store: Store, runs: list[MiningRun], as_json: bool, errors: dict
         return
     for r in runs:
         out.print(
-            f"{names[r.repository_id]}: {r.status} — {r.commits_scanned} commits read, "
+            f"{_one_line(names[r.repository_id])}: {r.status} — {r.commits_scanned} commits read, "
             f"{r.commits_selected} selected, {r.test_commits} changed tests "
             f"({r.already_mined} already mined), {r.pairs} pairs, {r.candidates} candidates, "
             f"{r.skipped_files} files skipped" + (f" — {r.message}" if r.message else ""),
             highlight=False,
         )
     for location, message in errors.items():
-        err.print(f"error: {location}: {cause_line(message)}", highlight=False)
+        err.print(f"error: {_one_line(location)}: {_one_line(cause_line(message))}", highlight=False)
 
 
 def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:
@@ -1924,6 +1930,11 @@ def _repository_names(store: Store, runs: list[MiningRun]) -> dict[int, str]:
             repo = session.get(Repository, r.repository_id)
             names[r.repository_id] = repo.name if repo else str(r.repository_id)
         return names
+
+
+_INTERRUPTED = (
+    "interrupted; what finished is saved (units in flight are redone): run the command again to resume"
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1941,11 +1952,11 @@ def main(argv: list[str] | None = None) -> int:
         err.print(f"error: {exc.format_message()}{hint}", highlight=False, soft_wrap=True)
         return 2
     except (click.Abort, KeyboardInterrupt) as exc:  # click turns KeyboardInterrupt into Abort
-        err.print("interrupted; the work done so far is saved, run the command again to resume")
+        err.print(_INTERRUPTED, highlight=False, soft_wrap=True)
         signalled = exc.__cause__ if isinstance(exc, click.Abort) else exc
         return 128 + signalled.signum if isinstance(signalled, Terminated) else 130
     except CoevoError as exc:
-        err.print(f"error: {exc}", highlight=False, soft_wrap=True)
+        err.print(f"error: {_one_line(str(exc))}", highlight=False, soft_wrap=True)
         return 1
     except OSError as exc:
         full = disk_full(exc)

@@ -169,7 +169,7 @@ def test_ctrl_c_and_kill_lose_nothing(tmp_path: Path) -> None:
     _, stderr = proc.communicate(timeout=300)  # a bound for a loaded machine, not a timing claim
     assert proc.returncode == 130
     assert stderr.strip().splitlines() == [
-        "interrupted; the work done so far is saved, run the command again to resume"
+        "interrupted; what finished is saved (units in flight are redone): run the command again to resume"
     ]
     store = open_store(db)
     after_sigint = _count(store, MinedCommit)
