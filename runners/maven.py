@@ -96,6 +96,10 @@ _TEST_COMPILE_FAILED = re.compile(r"Failed to execute goal \S+:testCompile ")
 _CACHED_FAILURE = re.compile(r"was cached in the local repository, resolution will not be reattempted")
 _CONSOLE_MAIN = "org.junit.platform.console.ConsoleLauncher"
 _JVM_NOTE = "Picked up JAVA_TOOL_OPTIONS"
+NO_REPORT = "PIT wrote no report: "
+NO_MUTATIONS = NO_REPORT + "No mutations found"
+"""How a mutation result begins when PIT said it found no mutant (read from its output: believed
+only of coevo's own run of the gold, never of an agent's tests)."""
 CONFIRMED_MUTANTS = 3
 """Mutants PIT says a test kills that are tried, at most, to show its own check fails under one."""
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
@@ -585,7 +589,7 @@ class MavenTool:
             # What PIT printed is never read as a fact (the tests write to the same streams): no
             # report is no measurement, whatever the reason shown.
             reason = "timed out" if log.timed_out else _pit_error(log)
-            return MutationResult((), f"PIT wrote no report: {reason}", log, complete=False)
+            return MutationResult((), f"{NO_REPORT}{reason}", log, complete=False)
         tests = [f"{test_class}#{method}" for method in test_methods]
         try:
             parsed = parse_mutations(report, tests)
@@ -1078,8 +1082,17 @@ def _minion_launcher(scratch: Path, report: str, jdk: Jdk, user: str | None) -> 
         return ""
     uid, _, gid = user.partition(":")
     script = scratch / f"{report}.sh"
+    # PIT hands a minion its arguments in files of its own that only root may read
+    # (``@/tmp/pitest-args-….args``): they are opened to the minion's user first.
     script.write_text(
-        f'#!/bin/sh\nexec setpriv --reuid={uid} --regid={gid or uid} --clear-groups -- {jdk.java} "$@"\n'
+        "#!/bin/sh\n"
+        'for arg in "$@"; do\n'
+        '  case "$arg" in\n'
+        '    @*) chmod a+r "${arg#@}" 2>/dev/null ;;\n'
+        '    -javaagent:*) path="${arg#-javaagent:}"; chmod a+r "${path%%=*}" 2>/dev/null ;;\n'
+        "  esac\n"
+        "done\n"
+        f'exec setpriv --reuid={uid} --regid={gid or uid} --clear-groups -- {jdk.java} "$@"\n'
     )
     script.chmod(0o755)
     return str(script)

@@ -68,7 +68,7 @@ from .envspec import GitTree
 from .histories import check_repo_dirs, task_history
 from .judge_tree import judge_tree
 from .leftovers import remove_dead_leftovers
-from .maven import LauncherFailed
+from .maven import NO_MUTATIONS, LauncherFailed
 from .mutation import MutationResult
 from .results import Outcome, TestResult, bounded, in_context
 from .revisions import BuiltRevision, prepare_revision, work_root
@@ -474,10 +474,21 @@ def check_gold(
         mutation = side.mutation_score(
             task.test_file, gold, list(task.test_ids), task.focal_methods, "gold", timeout * 4
         )
-    # Nothing measured for the gold (no mutant, no complete run), or no mutant its own checks
-    # detect: nothing is asked of agents there.
-    undetecting = [test for test in task.test_ids if not strict_success(True, test, mutation)]
+    undetecting = _undetecting(list(task.test_ids), mutation)
     return GoldCheck(task_id=task.id, environment=environment, ok=True, undetecting=undetecting)
+
+
+def _undetecting(tests: list[str], mutation: MutationResult | None) -> list[str]:
+    """The gold methods of which strict success asks nothing (rule 2 of :mod:`runners.success`):
+    all, where the focal methods have no mutant (coevo found none to make, or PIT said it found
+    none: for the gold, coevo's own run of the developer's file, its word is taken); those whose
+    own checks detect none, in a complete run; none where coevo could not measure the gold (a
+    fault of its own must not make every success strict: it fails closed)."""
+    if mutation is None or (not mutation.mutants and mutation.message.startswith(NO_MUTATIONS)):
+        return tests
+    if not mutation.complete:
+        return []
+    return [test for test in tests if not strict_success(True, test, mutation)]
 
 
 @dataclass(frozen=True)

@@ -187,8 +187,13 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
         assert all("flaky on the new code" in o["message"] for o in run.outcomes.values()), run.outcomes
     skipped = python_tasks.runs("skipper")["generation"].outcomes["test_triangle"]
     assert (skipped["outcome"], skipped["old"], skipped["success"]) == ("pass", "skipped", False), skipped
-    poisoned = python_tasks.runs("poisoner")
-    assert {track: run.pass_rate for track, run in poisoned.items()} == {"generation": 1.0, "update": 1.0}
+    # Its conftest.py can land only in its own judge tree, where its own reruns load it: it passes
+    # once, then fails (flaky, no success); nothing shared changes, and the gold scores 100 after.
+    for track, run in python_tasks.runs("poisoner").items():
+        assert run.success_rate == 0.0, (track, run.outcomes)
+        assert all(
+            "flaky on the new code: its 3 runs gave pass, " in o["message"] for o in run.outcomes.values()
+        )
     assert python_tasks.fingerprint() == before
     assert fingerprint(tmp_path) == folders  # /agent is read-only
     _gold_is_perfect(python_tasks, "--redo")

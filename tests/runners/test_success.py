@@ -162,3 +162,27 @@ def test_runs_that_disagree_make_a_method_flaky() -> None:
         assert result.message.startswith("flaky on the new code: its 3 runs gave "), result.message
     # A run that reports nothing for the method (its process died) disagrees with one that does.
     assert _agreed(TEST, [*runs(Outcome.PASS), TestRun(())], "new")[1]
+
+
+def test_what_the_gold_check_asks_of_agents() -> None:
+    """Nothing where the focal code has no mutant; what the gold's own checks detect in a complete
+    run; everything (fail closed) where coevo could not measure the gold, so that a fault of its
+    own never makes every success strict."""
+    from runners.maven import NO_MUTATIONS
+    from runners.scoring import _undetecting
+
+    tests = [TEST, OTHER]
+    assert _undetecting(tests, None) == tests
+    assert _undetecting(tests, MutationResult((), f"{NO_MUTATIONS}.", complete=False)) == tests
+    died = MutationResult(
+        (), "PIT wrote no report: Coverage generation minion exited abnormally!", complete=False
+    )
+    assert _undetecting(tests, died) == []
+    checked = Mutant(
+        "shapes.py", "area", 3, "KILLED", "op", "", killing_tests=(TEST, OTHER), asserted_by=(TEST,)
+    )
+    assert _undetecting(tests, MutationResult((checked,))) == [OTHER]
+    assert (
+        _undetecting(tests, MutationResult((checked,), "2 mutants not run: out of time", complete=False))
+        == []
+    )
