@@ -165,6 +165,28 @@ def check_agent(agent: Agent, backend: str, trusted: bool, protected: Sequence[P
             check_mount(agent.mount, protected)
         except BadAgent as exc:
             raise BadAgent(f"{agent.label}: {exc}") from None
+    if agent.image and backend == "docker":
+        check_image(agent)
+
+
+def check_image(agent: Agent) -> None:
+    """Raises :class:`BadAgent` when the image ``agent`` declares is not on this Docker host: coevo
+    pulls nothing (a name could resolve to anyone's image on a public registry)."""
+    from docker.errors import DockerException, ImageNotFound
+
+    from .docker_sandbox import docker_client
+
+    client = docker_client()  # no daemon: its own one line
+    try:
+        client.images.get(agent.image)
+    except ImageNotFound:
+        raise BadAgent(
+            f"{agent.label}: image {agent.image!r} is not on this Docker host: build or load it "
+            "(docker build / docker load); coevo pulls no image"
+        ) from None
+    except DockerException as exc:  # a name the daemon refuses
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise BadAgent(f"{agent.label}: image {agent.image!r} cannot be used: {reason}") from None
 
 
 def check_mount(mount: Path, protected: Sequence[Path], homes: Sequence[Path] | None = None) -> None:

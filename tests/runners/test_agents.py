@@ -351,6 +351,34 @@ def test_local_refuses_an_agent_declaring_an_image(curated: Curated, tmp_path: P
     assert "Traceback" not in result.stderr and _agent_runs(db) == 0
 
 
+@pytest.mark.docker
+def test_an_image_not_on_the_docker_host_is_one_line_and_never_pulled(
+    curated: Curated, tmp_path: Path
+) -> None:
+    """A name coevo does not have could be anyone's image on a public registry: it is refused
+    before anything runs, naming the image, not blamed on the daemon."""
+    db = _copy(curated, tmp_path)
+    agents = _agents_file(tmp_path, '[agents.boxed]\ncommand = "true"\nimage = "coevo-no-such-image:1"\n')
+    result = _coevo(
+        curated,
+        "score",
+        "--agent",
+        "boxed",
+        "--agents-file",
+        str(agents),
+        "--db",
+        str(db),
+        "--backend",
+        "docker",
+    )
+    assert result.returncode == 1, result.stderr
+    assert result.stderr.splitlines() == [
+        f"error: {agents}: agent 'boxed': image 'coevo-no-such-image:1' is not on this Docker host: build or "
+        "load it (docker build / docker load); coevo pulls no image"
+    ]
+    assert _agent_runs(db) == 0
+
+
 def test_a_bad_agents_file_is_one_line(curated: Curated, tmp_path: Path) -> None:
     db = _copy(curated, tmp_path)
     agents = _agents_file(tmp_path, '[agents.mine]\ncommand = "true"\nnetwork = "false"\n')
