@@ -73,11 +73,11 @@ class BuiltRevision:
     """Its build record: what it was built with and why (interpreter, JDK, Maven, a retry)."""
     installed: tuple[str, ...] = ()
     """What its build resolved (:attr:`~runners.buildtools.BuildResult.installed`)."""
-    judging: bool = False
-    """A judge tree (:mod:`runners.judge_tree`): its tests run as an unprivileged user of their own."""
     production_only: bool = False
     """Its tests did not compile; its production code built alone
     (:attr:`~runners.buildtools.BuildResult.production_only`)."""
+    judging: bool = False
+    """A judge tree (:mod:`runners.judge_tree`): its tests run as an unprivileged user of their own."""
 
     def side(self) -> Side:
         """A :class:`~runners.sides.Side` over this built revision (it must have built)."""

@@ -221,9 +221,10 @@ def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
     for name, source in STRICTNESS_AGENTS.items():
         (tmp_path / f"{name}.py").write_text(source)
         command = f"{sys.executable} {tmp_path / name}.py {{test_file}} {{track}} {markers}"
-        report = score(
-            open_store(db), Agent(name, command), options=ScoreOptions("local", 120, trust_host=True)
-        )
+        # One run per code, so that the stateful agent meets the control run (with the default
+        # reruns its own second run already shows it flaky, below).
+        options = ScoreOptions("local", 120, trust_host=True, reruns=1)
+        report = score(open_store(db), Agent(name, command), options=options)
         assert (report.scored, report.errors) == (2, {})
     methods = {tasks.generation.id: "test_triangle", tasks.update.id: "test_rectangle"}
 
@@ -249,6 +250,16 @@ def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
         assert run.mutants is not None and run.mutants["detected"] == 0 < run.mutants["total"]
         assert run.mutants["unstable"] == [f"tests/test_shapes.py::{method}"]
         assert f"{method} did not pass again on the unmutated code" in run.mutants["message"]
+    command = f"{sys.executable} {tmp_path / 'stateful'}.py {{test_file}} {{track}} {tmp_path / 'markers2'}"
+    (tmp_path / "markers2").mkdir()
+    rerun = ScoreOptions("local", 120, trust_host=True)  # --reruns 3: its runs disagree
+    assert score(open_store(db), Agent("stateful3", command), options=rerun).scored == 2
+    for task_id, method in methods.items():
+        outcome = _runs(db, "stateful3")[task_id].outcomes[method]
+        assert (outcome["outcome"], outcome["success"]) == ("exec_fail", False), outcome
+        assert outcome["message"].startswith("flaky on the new code: its 3 runs gave pass, fail, fail"), (
+            outcome
+        )
 
     # Both rates are reported, StrictSuccess% first.
     exe = Path(sys.executable).parent / "coevo"
@@ -261,6 +272,7 @@ def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
         ("shallow", 0.0, 100.0),
         ("stateful", 0.0, 100.0),
         ("noop", 0.0, 0.0),
+        ("stateful3", 0.0, 0.0),
     ]
     table = subprocess.run([str(exe), "leaderboard", "--db", str(db)], capture_output=True, text=True).stdout
     assert table.splitlines()[0].split()[3:6] == ["StrictSuccess%", "Success%", "Pass%"]
