@@ -160,21 +160,19 @@ def test_rectangle():
 exception)."""
 
 PY_SNIFFER = """import os
-import sys
 
 from shapes import rectangle, triangle
 
 
 def _phase_signs():
     \"\"\"What told the phases apart: a judge tree named for its phase, the mutant server's
-    variables, coverage only in the run on the new code.\"\"\"
+    variables (naming the mutated source, and the file it stands for: the control run is served
+    the original, so it still passes there).\"\"\"
     here = os.path.abspath(__file__)
     signs = [name for name in ("judge-old", "judge-mutants", "gold-") if name in here]
-    signs += [name for name in os.environ if name.startswith("COEVO_MUTANT")]
-    if not os.environ.get("COEVO_PYTEST_COVERAGE"):
-        signs.append("no COEVO_PYTEST_COVERAGE")
-    if sys.gettrace() is None:
-        signs.append("not traced")
+    source, target = os.environ.get("COEVO_MUTANT_SOURCE"), os.environ.get("COEVO_MUTANT_TARGET")
+    if source and target and open(source, "rb").read() != open(target, "rb").read():
+        signs.append("a mutant, not the control run")  # the control run served the original
     return signs
 
 
