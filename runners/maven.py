@@ -611,7 +611,7 @@ class MavenTool:
         except LauncherFailed:  # they passed under this launcher before: the tests killed it
             passed = set()
         result = after_control_run(result, tests, passed)
-        exported = _exported_mutants(sandbox, scratch, report_dir)
+        exported = _exported_mutants(scratch / report_dir)
         checked = self._checked_by(sandbox, spec, exported, result, tests, module, extra_classpath, deadline)
         mutants = tuple(dataclasses.replace(m, asserted_by=checked.get(m.ident, ())) for m in result.mutants)
         return dataclasses.replace(result, mutants=mutants)
@@ -1098,17 +1098,16 @@ def _minion_launcher(scratch: Path, report: str, jdk: Jdk, user: str | None) -> 
     return str(script)
 
 
-def _exported_mutants(sandbox: Sandbox, scratch: Path, report: str) -> dict[str, bytes]:
-    """The classes of the mutants PIT exported into ``report`` (in ``scratch``), by identity."""
+def _exported_mutants(report: Path) -> dict[str, bytes]:
+    """The classes of the mutants PIT exported into its ``report`` folder (in the sandbox's scratch
+    folder, where the tests cannot reach), by identity."""
     found: dict[str, bytes] = {}
-    export = scratch / report / "export"
+    export = report / "export"
     for details in sorted(export.rglob("details.txt")) if export.is_dir() else []:
-        relative = details.relative_to(scratch).as_posix()
-        ident = export_identity(read_beneath(scratch, relative, REPORT_LIMIT) or b"")
-        class_name = ident.split("|", 1)[0].split("(", 1)[0].rsplit(".", 1)[0]  # pkg.Class.method(…)
-        mutated = read_beneath(scratch, posixpath.join(posixpath.dirname(relative), f"{class_name}.class"))
-        if ident and mutated is not None:
-            found[ident] = mutated
+        ident = export_identity(details.read_bytes())  # PIT's main process wrote it, as root
+        classes = list(details.parent.glob("*.class"))  # the mutated class, named by its binary name
+        if ident and len(classes) == 1:
+            found[ident] = classes[0].read_bytes()
     return found
 
 

@@ -73,18 +73,16 @@ class Mutant:
     ident: str = ""
     """PIT's identity of the mutant (class, method and descriptor, mutator, instruction indexes),
     as its report and its export write it (:func:`export_identity`); empty for Python."""
-    asserted_by: tuple[str, ...] | None = None
+    asserted_by: tuple[str, ...] = ()
     """Those of ``killing_tests`` whose own check failed under it: an assertion of the test
     framework, or an exception the test's own code raised (not one that escaped from the code
-    under test, nor a timeout). None when the mutation tool cannot tell (PIT): then
-    :attr:`evidence` is every killing test."""
+    under test, nor a timeout). PIT cannot tell: :meth:`runners.maven.MavenTool.mutation` runs
+    the tests again to find them; what no one found is none."""
 
     @property
     def evidence(self) -> tuple[str, ...]:
         """The tests this mutant's detection shows to check the focal code (:mod:`runners.success`)."""
-        if not self.detected:
-            return ()
-        return self.killing_tests if self.asserted_by is None else self.asserted_by
+        return self.asserted_by if self.detected else ()
 
     @property
     def detected(self) -> bool:
@@ -242,9 +240,7 @@ def after_control_run(
         if mutant.detected:
             kept = tuple(t for t in mutant.killing_tests or tests if t not in unstable)
             status = mutant.status if kept else "SURVIVED"
-            asserted = mutant.asserted_by
-            if asserted is not None:
-                asserted = tuple(t for t in asserted if t in kept)
+            asserted = tuple(t for t in mutant.asserted_by if t in kept)
             mutant = dataclasses.replace(mutant, killing_tests=kept, status=status, asserted_by=asserted)
         mutants.append(mutant)
     names = ", ".join(_test_name(t) for t in unstable)

@@ -378,7 +378,7 @@ class PytestTool:
             for path, lines in baseline.coverage.get(test, Coverage()).lines.items():
                 covered.setdefault(path, set()).update(lines)
         each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
-        originals = {m.file: sandbox.read_file(m.file) for m in mutants}
+        originals = {path: sandbox.read_file(path) for path in {m.file for m in mutants}}
         found: list[Mutant] = []
         message = ""
         try:
@@ -397,18 +397,16 @@ class PytestTool:
                 except UnsafePath as exc:  # the tests left a link or a folder there
                     message = f"the module under test could not be mutated: {exc}"
                     break
-                try:
-                    run, records = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
-                finally:
-                    _put_back(sandbox, mutant.file, originals)
+                run, records = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
+                _put_back(sandbox, mutant.file, originals)
                 found.append(_fate(mutant, run, records))
-            result = MutationResult(tuple(found), message, baseline.log, complete=not message)
-            if not any(m.detected for m in found):
-                return result
-            control, _ = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
-        finally:
+        finally:  # whatever stopped the loop, the control run and the tree see the original code
             for path in originals:
                 _put_back(sandbox, path, originals)
+        result = MutationResult(tuple(found), message, baseline.log, complete=not message)
+        if not any(m.detected for m in found):
+            return result
+        control, _ = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
         passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
         return after_control_run(result, tests, passed)
 

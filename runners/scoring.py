@@ -321,7 +321,7 @@ def judge(
                 task.test_file, content, passing, task.focal_methods, tag, timeout * 4, baseline=new_run
             )
     mutation_seconds = time.monotonic() - started
-    on_old = {}
+    on_old: dict[str, TestResult] = {}
     flaky_old: set[str] = set()
     if old is not None:
         try:
@@ -334,8 +334,10 @@ def judge(
                     )
                     for _ in range(max(1, reruns))
                 ]
-            on_old = {test: _agreed(test, old_runs, "old")[0] for test in ids.values()}
-            flaky_old = {test for test in ids.values() if _agreed(test, old_runs, "old")[1]}
+            for test in ids.values():
+                on_old[test], flaky = _agreed(test, old_runs, "old")
+                if flaky:
+                    flaky_old.add(test)
         except LauncherFailed as exc:
             on_old = {test: TestResult(test, Outcome.ERROR, str(exc)) for test in ids.values()}
     outcomes: dict[str, dict[str, Any]] = {}

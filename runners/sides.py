@@ -152,9 +152,7 @@ class Side:
                     dataclasses.replace(
                         m,
                         killing_tests=tuple(back.get(t, t) for t in m.killing_tests),
-                        asserted_by=None
-                        if m.asserted_by is None
-                        else tuple(back.get(t, t) for t in m.asserted_by),
+                        asserted_by=tuple(back.get(t, t) for t in m.asserted_by),
                     )
                     for m in result.mutants
                 ),

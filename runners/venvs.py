@@ -39,7 +39,6 @@ a near version runs most test suites, and a missing interpreter should not hide 
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import csv
 import dataclasses
@@ -47,6 +46,7 @@ import errno
 import fcntl
 import functools
 import hashlib
+import importlib.metadata
 import json
 import logging
 import os
@@ -967,14 +967,11 @@ def _strip_distribution(site: Path, dist_info: Path) -> None:
 
 def _console_scripts(dist_info: Path) -> frozenset[str]:
     """The names of the scripts pip generates for a distribution's entry points."""
-    parser = configparser.ConfigParser(interpolation=None, delimiters=("=",))
-    parser.optionxform = str  # type: ignore[assignment,method-assign]  # names keep their case
-    with contextlib.suppress(OSError, configparser.Error, UnicodeDecodeError):
-        parser.read_string((dist_info / "entry_points.txt").read_text())
-    return frozenset(
-        name for section in ("console_scripts", "gui_scripts") if parser.has_section(section)
-        for name in parser.options(section)
-    )  # fmt: skip
+    try:
+        points = importlib.metadata.PathDistribution(dist_info).entry_points
+    except (OSError, ValueError, UnicodeDecodeError):
+        return frozenset()
+    return frozenset(point.name for point in points if point.group in ("console_scripts", "gui_scripts"))
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -322,6 +322,30 @@ def _coevo(
     )
 
 
+def _refused(curated: Curated, folder: Path, agents: str, backend: str) -> tuple[list[str], int]:
+    """``coevo score --agent`` NAME (the agents file's only agent) on a copy of the store: the
+    lines it printed on stderr (it must exit 1) and how many runs it stored."""
+    db = _copy(curated, folder)
+    path = _agents_file(folder, agents)
+    name = re.search(r"\[agents\.(\w+)\]", agents)
+    assert name is not None
+    result = _coevo(
+        curated,
+        "score",
+        "--agent",
+        name.group(1),
+        "--agents-file",
+        str(path),
+        "--db",
+        str(db),
+        "--backend",
+        backend,
+    )
+    assert result.returncode == 1, result.stderr
+    assert "Traceback" not in result.stderr
+    return result.stderr.splitlines(), _agent_runs(db)
+
+
 def _agent_runs(db: Path) -> int:
     with open_store(db).session() as session:
         return len(session.exec(select(AgentRun)).all())
@@ -329,26 +353,14 @@ def _agent_runs(db: Path) -> int:
 
 def test_local_refuses_an_agent_declaring_an_image(curated: Curated, tmp_path: Path) -> None:
     """Its container is no shelter: the judge would run its test file on the host."""
-    db = _copy(curated, tmp_path)
-    agents = _agents_file(tmp_path, '[agents.boxed]\ncommand = "true"\nimage = "python:3.11-slim"\n')
-    result = _coevo(
-        curated,
-        "score",
-        "--agent",
-        "boxed",
-        "--agents-file",
-        str(agents),
-        "--db",
-        str(db),
-        "--backend",
-        "local",
+    lines, runs = _refused(
+        curated, tmp_path, '[agents.boxed]\ncommand = "true"\nimage = "python:3.11-slim"\n', "local"
     )
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
+    assert lines == [
         "error: agent boxed would run on the host, where it could read the gold tests (its tests are "
         "judged there, whatever image it declares): use --backend docker, or --trust-agent if you trust it"
     ]
-    assert "Traceback" not in result.stderr and _agent_runs(db) == 0
+    assert runs == 0
 
 
 @pytest.mark.docker
@@ -357,48 +369,24 @@ def test_an_image_not_on_the_docker_host_is_one_line_and_never_pulled(
 ) -> None:
     """A name coevo does not have could be anyone's image on a public registry: it is refused
     before anything runs, naming the image, not blamed on the daemon."""
-    db = _copy(curated, tmp_path)
-    agents = _agents_file(tmp_path, '[agents.boxed]\ncommand = "true"\nimage = "coevo-no-such-image:1"\n')
-    result = _coevo(
-        curated,
-        "score",
-        "--agent",
-        "boxed",
-        "--agents-file",
-        str(agents),
-        "--db",
-        str(db),
-        "--backend",
-        "docker",
-    )
-    assert result.returncode == 1, result.stderr
-    assert result.stderr.splitlines() == [
-        f"error: {agents}: agent 'boxed': image 'coevo-no-such-image:1' is not on this Docker host: build or "
-        "load it (docker build / docker load); coevo pulls no image"
+    agents = '[agents.boxed]\ncommand = "true"\nimage = "coevo-no-such-image:1"\n'
+    lines, runs = _refused(curated, tmp_path, agents, "docker")
+    assert lines == [
+        f"error: {tmp_path / 'agents.toml'}: agent 'boxed': image 'coevo-no-such-image:1' is not on this "
+        "Docker host: build or load it (docker build / docker load); coevo pulls no image"
     ]
-    assert _agent_runs(db) == 0
+    assert runs == 0
 
 
 def test_a_bad_agents_file_is_one_line(curated: Curated, tmp_path: Path) -> None:
-    db = _copy(curated, tmp_path)
-    agents = _agents_file(tmp_path, '[agents.mine]\ncommand = "true"\nnetwork = "false"\n')
-    result = _coevo(
-        curated,
-        "score",
-        "--agent",
-        "mine",
-        "--agents-file",
-        str(agents),
-        "--db",
-        str(db),
-        "--backend",
-        "docker",
+    lines, runs = _refused(
+        curated, tmp_path, '[agents.mine]\ncommand = "true"\nnetwork = "false"\n', "docker"
     )
-    assert result.returncode == 1
-    assert result.stderr.splitlines() == [
-        f"error: {agents}: agent 'mine': network must be true or false (unquoted), not 'false' (a string)"
+    assert lines == [
+        f"error: {tmp_path / 'agents.toml'}: agent 'mine': network must be true or false (unquoted), "
+        "not 'false' (a string)"
     ]
-    assert _agent_runs(db) == 0
+    assert runs == 0
 
 
 def test_auto_without_docker_warns_once_and_never_runs_an_agent_on_the_host(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -16,9 +17,11 @@ OTHER = "tests/test_shapes.py::test_square"
 
 
 def _mutant(status: str, *killers: str) -> Mutant:
+    """A mutant each killer detected by its own check."""
     return Mutant(
-        "shapes.py", "triangle", 3, status, "ReplaceBinaryOperator_Mul_Div", "", killing_tests=killers
-    )
+        "shapes.py", "triangle", 3, status, "ReplaceBinaryOperator_Mul_Div", "", killing_tests=killers,
+        asserted_by=killers,
+    )  # fmt: skip
 
 
 def test_a_success_is_strict_when_it_detects_a_mutant_of_the_focal_code() -> None:
@@ -33,7 +36,17 @@ def test_a_success_detecting_no_mutant_is_not_strict() -> None:
     others = MutationResult((_mutant("KILLED", OTHER), _mutant("SURVIVED"), _mutant("NO_COVERAGE")))
     assert not strict_success(True, TEST, others)
     # A RUN_ERROR with no test run is no detection, whatever it names.
-    no_run = Mutant("shapes.py", "triangle", 3, "RUN_ERROR", "op", "", tests_run=0, killing_tests=(TEST,))
+    no_run = Mutant(
+        "shapes.py",
+        "triangle",
+        3,
+        "RUN_ERROR",
+        "op",
+        "",
+        tests_run=0,
+        killing_tests=(TEST,),
+        asserted_by=(TEST,),
+    )
     assert not strict_success(True, TEST, MutationResult((no_run,)))
 
 
@@ -60,7 +73,8 @@ def test_nothing_measured_is_no_strict_success() -> None:
 
 def test_an_exception_escaping_from_the_code_is_no_detection() -> None:
     """A mutant that makes the focal code raise (or loop) fails every test that calls it: only a
-    test whose own check failed is its evidence (Python tells; PIT does not: ``asserted_by`` None)."""
+    test whose own check failed is its evidence; a kill no one showed to be a check (PIT's word
+    alone, before coevo's confirmation run) is none."""
     escaped = Mutant("shapes.py", "rectangle", 3, "KILLED", "AddNot", "", killing_tests=(TEST, OTHER),
                      asserted_by=(OTHER,))  # fmt: skip
     assert not strict_success(True, TEST, MutationResult((escaped,)))
@@ -70,7 +84,9 @@ def test_an_exception_escaping_from_the_code_is_no_detection() -> None:
     )
     assert not strict_success(True, TEST, MutationResult((timed_out,)))
     by_pit = Mutant("Calc.java", "adds", 3, "KILLED", "MathMutator", "", killing_tests=("pkg.CalcTest#adds",))
-    assert strict_success(True, "pkg.CalcTest#adds", MutationResult((by_pit,)))
+    assert not strict_success(True, "pkg.CalcTest#adds", MutationResult((by_pit,)))
+    confirmed = dataclasses.replace(by_pit, asserted_by=("pkg.CalcTest#adds",))
+    assert strict_success(True, "pkg.CalcTest#adds", MutationResult((confirmed,)))
 
 
 def test_detection_the_developers_own_method_does_not_show_is_not_asked() -> None:
