@@ -582,6 +582,18 @@ class HttpCache(SQLModel, table=True):
     fetched_at: datetime | None = _aware(now=True)
 
 
+class ExportedSnapshot(SQLModel, table=True):
+    """A snapshot this store wrote (:func:`~tasks.snapshot.export_snapshot`), by its content hash. A
+    new snapshot's changelog, and the live cycle's "anything new?", compare only with snapshots the
+    store wrote: stores that share a snapshots folder never compare with each other's (a copy of
+    the file is the same store). Snapshots stay a function of the tasks: two stores holding the
+    same tasks write the same folder, byte for byte."""
+
+    content_hash: str = Field(primary_key=True)
+    name: str
+    written_at: datetime | None = _aware(now=True)
+
+
 class CycleStatus(StrEnum):
     """The fate of one scheduled cycle; ``skipped`` means another cycle of its schedule still ran."""
 

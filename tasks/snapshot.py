@@ -5,8 +5,9 @@ A snapshot is a folder named by its end date and a short content hash. It holds 
 ``records.parquet``, a ``manifest.json`` (schema version, window, filters, counts, the sha256
 and size of every other file), a dataset card ``README.md`` whose front matter declares the
 data files as Hugging Face cards do, and a ``CHANGELOG.md`` against the newest earlier snapshot
-beside it. The same store and options give byte-identical files: rows are sorted, nothing
-records when the export ran, and rows stream to the files in batches, never all in memory.
+beside it that the same store wrote (:class:`~tasks.models.ExportedSnapshot`). The same store and
+options give byte-identical files: rows are sorted, nothing records when the export ran, and
+rows stream to the files in batches, never all in memory.
 
 Fields holding nested values (the EnvSpec, the matrix, focal methods, build records) are JSON
 text with sorted keys, in both files, so every row has one flat schema.
@@ -30,7 +31,16 @@ import pyarrow.parquet as pq
 from sqlmodel import Session, col, select
 
 from .errors import CoevoError
-from .models import Candidate, CurationRecord, Label, Repository, RevisionPair, Task, TaskStatus
+from .models import (
+    Candidate,
+    CurationRecord,
+    ExportedSnapshot,
+    Label,
+    Repository,
+    RevisionPair,
+    Task,
+    TaskStatus,
+)
 from .store import Store
 
 SCHEMA_VERSION = 1
@@ -193,7 +203,7 @@ def export_snapshot(
             **options.as_json(),
             "counts": counts,
         }
-        previous = _previous(parent, name, end, _selection(manifest))
+        previous = _previous(parent, name, end, _selection(manifest), _written(store))
         changelog = _changelog(staging, previous, name, _quarantine_reasons(store))
         (staging / CHANGELOG).write_text(changelog, encoding="utf-8")
         (staging / CARD).write_text(_card(manifest, options), encoding="utf-8")
@@ -209,7 +219,9 @@ def export_snapshot(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
-    return _info(target, manifest)
+    info = _info(target, manifest)
+    _remember(store, info)
+    return info
 
 
 def _iso(moment: datetime | None) -> str | None:
@@ -457,9 +469,13 @@ _EVERYTHING = _selection(ExportOptions().as_json())
 """The selection of an export with no window start and no filter (``coevo run``'s)."""
 
 
-def _previous(parent: Path, name: str, end: str, selection: tuple[str, str]) -> Path | None:
-    """The newest snapshot of ``selection`` beside ``name`` ending no later than it: by end date,
-    then by when its manifest was written (two snapshots of one day are told apart by that)."""
+def _previous(
+    parent: Path, name: str, end: str, selection: tuple[str, str], written: set[str]
+) -> Path | None:
+    """The newest snapshot of ``selection`` beside ``name``, of those the store wrote (content
+    hashes ``written``), ending no later than it: by end date, then by when its manifest was
+    written (two snapshots of one day are told apart by that). Another store's snapshots in the
+    folder are never compared with."""
     found = []
     for folder in parent.iterdir():
         manifest = folder / MANIFEST
@@ -471,10 +487,25 @@ def _previous(parent: Path, name: str, end: str, selection: tuple[str, str]) -> 
             continue
         if not isinstance(other, dict) or _selection(other) != selection:
             continue
+        if other.get("content_hash") not in written:
+            continue
         other_end = str(other.get("end", ""))
         if other_end <= end:
             found.append((other_end, manifest.stat().st_mtime_ns, folder.name, folder))
     return max(found)[3] if found else None
+
+
+def _written(store: Store) -> set[str]:
+    """The content hashes of the snapshots ``store`` wrote."""
+    with store.session() as session:
+        return set(session.exec(select(ExportedSnapshot.content_hash)).all())
+
+
+def _remember(store: Store, info: SnapshotInfo) -> None:
+    """Records that ``store`` wrote ``info`` (again: the same content, nothing changes)."""
+    with store.session() as session:
+        if session.get(ExportedSnapshot, info.content_hash) is None:
+            session.add(ExportedSnapshot(content_hash=info.content_hash, name=info.path.name))
 
 
 def _summaries(path: Path) -> dict[str, tuple[str, str]]:
@@ -503,10 +534,11 @@ class StoreChanges:
 
 def changes_since_snapshot(store: Store, parent: Path) -> StoreChanges:
     """The tasks that became active or stopped being active in ``store`` since the newest
-    snapshot of every task in ``parent`` (:func:`list_snapshots`; filtered exports beside it are
-    not compared)."""
+    snapshot of every task it wrote in ``parent`` (:func:`list_snapshots`; filtered exports and
+    other stores' snapshots beside it are not compared)."""
     found = list_snapshots(parent) if parent.is_dir() else []
-    whole = [info for info in found if info.selection == _EVERYTHING]
+    written = _written(store)
+    whole = [info for info in found if info.selection == _EVERYTHING and info.content_hash in written]
     newest = whole[-1] if whole else None
     active = TaskStatus.ACTIVE.value
     before = set()
@@ -532,7 +564,7 @@ def _changelog(folder: Path, previous: Path | None, name: str, quarantined: dict
     if previous is None:
         return (
             f"# Changelog of {name}\n\n"
-            "The first snapshot of this window start and these filters in this folder: every task is new.\n"
+            "The first snapshot of this store, window start and filters in this folder: every task is new.\n"
         )
     before, now = _summaries(previous / TASKS_JSONL), _summaries(folder / TASKS_JSONL)
     active = TaskStatus.ACTIVE.value
@@ -555,7 +587,8 @@ def _changelog(folder: Path, previous: Path | None, name: str, quarantined: dict
     lines = [
         f"# Changelog of {name}",
         "",
-        f"Against {previous.name}, the newest earlier snapshot with the same window start and filters.",
+        f"Against {previous.name}, the newest earlier snapshot of this store with the same window start "
+        "and filters.",
         "",
         f"## Added ({len(added)})",
         "",

@@ -54,6 +54,19 @@ def test_unknown_option_and_bad_date_are_one_line(tmp_path: Path) -> None:
     assert "--since 'last tuesday' is not a date" in result.stderr
 
 
+def test_a_repository_path_with_a_newline_is_printed_on_one_line(tmp_path: Path) -> None:
+    odd = tmp_path / "calc\nrepo"
+    repo = java_history(odd)
+    mined = coevo("mine", str(repo.path), "--db", str(tmp_path / "c.db"))
+    assert mined.returncode == 0, mined.stderr
+    (line,) = mined.stdout.splitlines()
+    assert line.startswith("calc\\nrepo: completed")
+    missing = coevo("mine", str(tmp_path / "not\na repo"), "--db", str(tmp_path / "c.db"))
+    assert missing.returncode == 1
+    (error,) = missing.stderr.splitlines()
+    assert "not\\na repo" in error
+
+
 def test_database_in_a_missing_folder_is_one_line(tmp_path: Path) -> None:
     repo = java_history(tmp_path / "calc")
     result = coevo("mine", str(repo.path), "--db", str(tmp_path / "no" / "such" / "c.db"))

@@ -16,7 +16,7 @@ import pytest
 from sqlmodel import select
 
 from runners.workspace import prepare_workspace
-from tasks import AgentRun, Task, TaskStatus, list_snapshots, open_store
+from tasks import AgentRun, Task, TaskStatus, changes_since_snapshot, list_snapshots, open_store
 from tests.coevo.test_browse import CIRCLE, RECTANGLE, SQUARE, TRIANGLE, Curated, coevo
 from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
@@ -168,6 +168,42 @@ def test_an_empty_window_gives_an_empty_snapshot(curated: Curated, tmp_path: Pat
     assert coevo("verify", str(folder)).returncode == 0
 
 
+def test_stores_sharing_a_snapshots_folder_compare_only_with_their_own(
+    curated: Curated, tmp_path: Path
+) -> None:
+    mine = tmp_path / "mine.db"
+    copy_store(curated.db, mine)
+    out = tmp_path / "snaps"
+    first = export(mine, out, "--until", "2026-09-03")
+    # Another store, loaded from that snapshot, one task quarantined there, writes to the same folder.
+    theirs = tmp_path / "theirs.db"
+    loaded = coevo("import", str(first), "--db", str(theirs))
+    assert loaded.returncode == 0, loaded.stderr
+    assert changes_since_snapshot(open_store(theirs), out).since is None
+    with open_store(theirs).session() as s:
+        task = s.get(Task, curated.ids["test_rectangle"])
+        assert task is not None
+        task.status = TaskStatus.QUARANTINED
+        s.add(task)
+    other = export(theirs, out, "--until", "2026-09-03")
+    assert other != first
+    assert "The first snapshot of this store" in (other / "CHANGELOG.md").read_text()
+    since = changes_since_snapshot(open_store(theirs), out).since
+    assert since is not None and since.path == other
+
+    with open_store(mine).session() as s:
+        task = s.get(Task, curated.ids["test_triangle"])
+        assert task is not None
+        task.status = TaskStatus.QUARANTINED
+        s.add(task)
+    second = export(mine, out, "--until", "2026-09-03")  # theirs, written later, is not its predecessor
+    log = (second / "CHANGELOG.md").read_text()
+    assert f"Against {first.name}," in log
+    assert f"## Retired (1)\n\n- {curated.ids['test_triangle']}: quarantined\n" in log
+    since = changes_since_snapshot(open_store(mine), out).since
+    assert since is not None and since.path == second  # its own newest, though theirs is beside it
+
+
 def test_swebench_rows(curated: Curated, tmp_path: Path) -> None:
     folder = export(curated.db, tmp_path, "--format", "swebench")
     rows = {str(r["instance_id"]): r for r in jsonl(folder, "swebench.jsonl")}
@@ -196,7 +232,7 @@ def test_changelog_lists_added_and_retired(curated: Curated, tmp_path: Path) -> 
         s.add(task)
     second = export(db, out)
     log = (second / "CHANGELOG.md").read_text()
-    assert f"Against {first.name}, the newest earlier snapshot with the same window start" in log
+    assert f"Against {first.name}, the newest earlier snapshot of this store with the same window" in log
     assert f"## Added (1)\n\n- {curated.ids['test_circle']}\n" in log
     assert f"## Retired (1)\n\n- {curated.ids['test_triangle']}: quarantined\n" in log
     assert "## Changed (0)" in log
