@@ -1,9 +1,10 @@
 """`coevo curate` on fixture histories with one case of every class and drop reason, by execution.
 
-Java runs real Maven builds and the JUnit console launcher, Python real venvs and pytest,
-both on the host (the Docker backend runs the same build tools; tests/runners/test_backends.py
-shows the two agree). The Python history also takes the crash test: curation killed with
-SIGKILL again and again, then finished, equals an uninterrupted run.
+Java runs real Maven builds and the JUnit console launcher (test_curate_java.py, a file of its
+own so that xdist runs the two histories at once), Python real venvs and pytest, both on the
+host (the Docker backend runs the same build tools; tests/runners/test_backends.py shows the two
+agree). The Python history also takes the crash test: curation killed with SIGKILL again and
+again, then finished, equals an uninterrupted run.
 """
 
 from __future__ import annotations
@@ -38,12 +39,7 @@ from tasks import (
     Task,
     open_store,
 )
-from tests.curation.histories import (
-    JAVA_EXPECTED,
-    PYTHON_EXPECTED,
-    java_curation_history,
-    python_curation_history,
-)
+from tests.curation.histories import PYTHON_EXPECTED, python_curation_history
 from tests.gitrepo import GitRepo
 
 TEST_TIMEOUT = 10.0
@@ -61,11 +57,6 @@ class Curated:
 
 def _mine(repo: GitRepo, db: Path, language: str) -> None:
     miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language=language))
-
-
-@pytest.fixture(scope="module")
-def java_curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    yield from _curated(tmp_path_factory.mktemp("java"), "java", java_curation_history, JAVA_EXPECTED)
 
 
 @pytest.fixture(scope="module")
@@ -190,12 +181,6 @@ def _check_everything(curated: Curated) -> None:
 
     # Every worktree was released once no pending pair needed it.
     assert list(curated.work.iterdir()) and not list(curated.work.glob("*/*/work"))
-
-
-@pytest.mark.maven
-@pytest.mark.slow
-def test_java_curation_gives_every_label_task_and_funnel_count(java_curated: Curated) -> None:
-    _check_everything(java_curated)
 
 
 @pytest.mark.slow

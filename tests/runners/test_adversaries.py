@@ -28,6 +28,7 @@ from curation import CurateRequest, curate
 from tasks import AgentRun, Task, open_store
 from tests.curation.histories import java_curation_history
 from tests.runners import adversaries as a
+from tests.shared import Shared, curated_once
 
 COEVO = str(Path(sys.executable).parent / "coevo")
 
@@ -84,7 +85,9 @@ def fingerprint(root: Path, prefix: str = "") -> dict[str, str]:
     return found
 
 
-def _curated(root: Path, repo: Path, language: str, until: datetime | None = None) -> Curated:
+def _curated(root: Path, repo: Path | None, language: str, shared: Shared | None = None) -> Curated:
+    """``repo`` curated on the host into ``root``, or ``shared``'s store and built revisions
+    copied there: every folder the cheats are checked not to change is this module's own."""
     env = {
         "COEVO_WORK": str(root / "work"),
         "COEVO_VENVS": str(root / "venvs"),
@@ -94,12 +97,16 @@ def _curated(root: Path, repo: Path, language: str, until: datetime | None = Non
     seed.parent.mkdir(parents=True)
     seed.write_bytes(b"a jar nobody may change")
     db = root / "coevo.db"
-    with pytest.MonkeyPatch.context() as patch:
-        for name in ("COEVO_WORK", "COEVO_VENVS"):  # curation on the host keeps the user's ~/.m2
-            patch.setenv(name, env[name])
-        miner.mine(open_store(db), miner.MineRequest(location=str(repo), language=language))
-        request = CurateRequest(backend="local", workers=1, reruns=1, until=until)
-        assert not curate(open_store(db), request).errors
+    if shared is not None:
+        shared.copy(root)
+    else:
+        assert repo is not None
+        with pytest.MonkeyPatch.context() as patch:
+            for name in ("COEVO_WORK", "COEVO_VENVS"):  # curation on the host keeps the user's ~/.m2
+                patch.setenv(name, env[name])
+            miner.mine(open_store(db), miner.MineRequest(location=str(repo), language=language))
+            request = CurateRequest(backend="local", workers=1, reruns=1)
+            assert not curate(open_store(db), request).errors
     with open_store(db).session() as session:
         tasks = {str(t.track): t for t in session.exec(select(Task)).all()}
     assert set(tasks) == {"generation", "update"}, tasks
@@ -116,8 +123,9 @@ def python_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
 @pytest.fixture(scope="module")
 def java_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     root = tmp_path_factory.mktemp("java-adversaries")
-    repo = java_curation_history(root / "calc")
-    yield _curated(root, repo.path, "java", until=datetime(2024, 5, 5, tzinfo=UTC))
+    until = datetime(2024, 5, 5, tzinfo=UTC)  # one task of each track
+    shared = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until)
+    yield _curated(root, None, "java", shared)
 
 
 def _no_success(run: AgentRun) -> None:

@@ -16,12 +16,11 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-import miner
 from coevo.example import write_example
-from curation import CurateRequest, curate
 from runners.agents import Agent, BadAgent, check_mount, load_agents, protected_folders
 from runners.scoring import ScoreOptions, score
 from tasks import AgentRun, Repository, Task, open_store
+from tests.shared import curated_once
 
 EXE = Path(sys.executable).parent / "coevo"
 NO_DOCKER = {"DOCKER_HOST": "tcp://127.0.0.1:9"}
@@ -287,19 +286,17 @@ class Curated:
 
 @pytest.fixture(scope="module")
 def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    """The example history curated on the host: one generation and one update task."""
-    root = tmp_path_factory.mktemp("curated")
-    env = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    """The example history curated on the host (built once per run, copied for this module): one
+    generation and one update task."""
+    shared = curated_once(tmp_path_factory, write_example, name="example").copy(
+        tmp_path_factory.mktemp("curated")
+    )
     with pytest.MonkeyPatch.context() as patch:
-        for name, value in env.items():
+        for name, value in shared.env.items():
             patch.setenv(name, value)
-        write_example(root / "example")
-        db = root / "coevo.db"
-        miner.mine(open_store(db), miner.MineRequest(location=str(root / "example")))
-        assert not curate(open_store(db), CurateRequest(backend="local", workers=1)).errors
-        with open_store(db).session() as s:
+        with open_store(shared.db).session() as s:
             assert len(s.exec(select(Task)).all()) == 2
-        yield Curated(db, root / "example", env)
+        yield Curated(shared.db, shared.repo, shared.env)
 
 
 def _copy(curated: Curated, folder: Path) -> Path:

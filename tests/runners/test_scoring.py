@@ -20,12 +20,11 @@ import pytest
 from sqlalchemy import delete
 from sqlmodel import col, select
 
-import miner
 from coevo.example import write_example
-from curation import CurateRequest, curate
 from runners.agents import Agent, BadAgent, find_agent, load_agents
 from runners.scoring import ScoreOptions, leaderboard, prepare_workspace, score
 from tasks import AgentRun, Repository, Task, Track, open_store
+from tests.shared import curated_once
 
 GOLD_GENERATION = "triangle(4, 3) == 6"
 """A line only the developer's new test has: no workspace may contain it."""
@@ -34,7 +33,8 @@ GOLD_UPDATE = "with pytest.raises(ValueError)"
 
 @dataclass
 class Tasks:
-    root: Path
+    work: Path
+    venvs: Path
     db: Path
     repo: Path
     generation: Task
@@ -43,18 +43,18 @@ class Tasks:
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tasks]:
-    root = tmp_path_factory.mktemp("scoring")
+    """coevo's example history curated on the host (built once per run), copied for this module."""
+    shared = curated_once(tmp_path_factory, write_example, name="example").copy(
+        tmp_path_factory.mktemp("scoring")
+    )
     with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root / "venvs"))
-        repo = root / "example"
-        write_example(repo)
-        db = root / "coevo.db"
-        miner.mine(open_store(db), miner.MineRequest(location=str(repo)))
-        assert not curate(open_store(db), CurateRequest(backend="local", workers=1)).errors
-        with open_store(db).session() as s:
+        for name, value in shared.env.items():
+            patch.setenv(name, value)
+        with open_store(shared.db).session() as s:
             found = {t.track: t for t in s.exec(select(Task)).all()}
-        yield Tasks(root, db, repo, found[Track.GENERATION], found[Track.UPDATE])
+        yield Tasks(
+            shared.work, shared.venvs, shared.db, shared.repo, found[Track.GENERATION], found[Track.UPDATE]
+        )
 
 
 def _copy_db(source: Path, target: Path) -> None:
@@ -93,7 +93,7 @@ def test_the_workspace_holds_the_new_code_and_no_answer(tasks: Tasks, tmp_path: 
 
 
 def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("COEVO_WORK", str(tasks.root / "work"))
+    monkeypatch.setenv("COEVO_WORK", str(tasks.work))
     options = ScoreOptions(backend="local", test_timeout=120)
     for name in ("gold", "noop"):
         report = score(open_store(tasks.db), find_agent(name), options=options)
@@ -137,8 +137,8 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
     with pytest.raises(BadAgent, match="would run on the host, where it could read the gold tests"):
-        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.root / "work"))
-    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.root / "work", trust_host=True)
+        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.work))
+    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.work, trust_host=True)
     cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
     with open_store(db).session() as s:
         s.exec(delete(AgentRun).where(col(AgentRun.agent) == "noop"))
@@ -213,7 +213,7 @@ path.write_text(text.rstrip() + "\\n\\n\\n" + "\\n".join(lines) + "\\n")
 def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
     tasks: Tasks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COEVO_WORK", str(tasks.root / "work"))
+    monkeypatch.setenv("COEVO_WORK", str(tasks.work))
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
     markers = tmp_path / "markers"
@@ -368,7 +368,7 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
     exe = Path(sys.executable).parent / "coevo"
-    env_work = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tasks.root / "venvs")}
+    env_work = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tasks.venvs)}
     for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs", "vacuous"):
         track = [] if agent == "vacuous" else ["--track", "generation"]
         result = subprocess.run(
@@ -428,18 +428,18 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
 
 @pytest.mark.maven
 @pytest.mark.slow
-def test_gold_on_java_tasks_kills_the_focal_mutants(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_gold_on_java_tasks_kills_the_focal_mutants(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Java: gold passes, succeeds, covers and kills PIT's mutants of the focal methods, so each
     of its methods is a strict success (PIT's matrix names it, the control run keeps it); noop
     does none of that."""
     from tests.curation.histories import java_curation_history
 
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    repo = java_curation_history(tmp_path / "calc")
-    db = tmp_path / "c.db"
-    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path), language="java"))
     until = datetime(2024, 5, 5, tzinfo=UTC)  # generation, generation pass old, update positive
-    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1, until=until)).errors
+    mine = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until).copy(tmp_path)
+    monkeypatch.setenv("COEVO_WORK", str(mine.work))
+    db = mine.db
     options = ScoreOptions(backend="local", test_timeout=120)
     for name in ("gold", "noop"):
         assert score(open_store(db), find_agent(name), options=options).errors == {}
