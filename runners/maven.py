@@ -100,8 +100,9 @@ NO_REPORT = "PIT wrote no report: "
 NO_MUTATIONS = NO_REPORT + "No mutations found"
 """How a mutation result begins when PIT said it found no mutant (read from its output: believed
 only of coevo's own run of the gold, never of an agent's tests)."""
-CONFIRMED_MUTANTS = 3
-"""Mutants PIT says a test kills that are tried, at most, to show its own check fails under one."""
+CONFIRMED_MUTANTS = 8
+"""Mutants PIT says a test kills that are tried, at most, to show its own check fails under one
+(in :func:`_spread`'s order: one per line of the focal code first)."""
 # Maven repository folders of what the console launcher jar brings itself, aligned with its launcher.
 _JUNIT_FAMILY = re.compile(
     r"/(org/junit/(platform|jupiter|vintage)|junit/junit|junit/junit-dep|org/opentest4j|org/apiguardian)/"
@@ -638,7 +639,7 @@ class MavenTool:
         confirmed: dict[str, list[str]] = {}
         for test in tests:
             killed = [m for m in result.mutants if m.status == "KILLED" and test in m.killing_tests]
-            for mutant in killed[:CONFIRMED_MUTANTS]:
+            for mutant in _spread(killed)[:CONFIRMED_MUTANTS]:
                 mutated = exported.get(mutant.ident)
                 if mutated is None or time.monotonic() > deadline:
                     continue
@@ -923,6 +924,25 @@ def _java_version(sandbox: Sandbox, jdk: Jdk) -> str:
 def _read_classpath(sandbox: Sandbox, module: str) -> list[str] | None:
     data = sandbox.read_file(classpath_file(module))
     return None if data is None else [line for line in data.decode().splitlines() if line]
+
+
+def _spread(killed: Sequence[Mutant]) -> list[Mutant]:
+    """``killed`` reordered to try mutants of many places before two of one place: the first line
+    of each focal method, then the second of each, and so on, and one mutant of every such line
+    before a second of any. Mutants of one line tend to fail alike, and a method's first lines are
+    often guards whose mutants make the production code throw (no evidence), while a later line's
+    is caught by the test's assertion."""
+    methods: dict[str, dict[int, list[Mutant]]] = {}
+    for mutant in killed:
+        methods.setdefault(mutant.method, {}).setdefault(mutant.line, []).append(mutant)
+    per_method = [list(lines.values()) for lines in methods.values()]
+    groups = [
+        lines[rank]
+        for rank in range(max(map(len, per_method), default=0))
+        for lines in per_method
+        if rank < len(lines)
+    ]
+    return [group[i] for i in range(max(map(len, groups), default=0)) for group in groups if i < len(group)]
 
 
 def _in_module(module: str, path: str) -> str:

@@ -639,3 +639,66 @@ def test_only_a_java_tests_own_check_is_evidence_of_a_kill(tmp_path: Path) -> No
     assert evidence == {"demo.HalfTest#checks", "demo.HalfTest#throwsOnNegative"}, result.mutants
     assert (root / "target/classes/demo/Half.class").read_bytes() == compiled  # put back
     built.box.close()
+
+
+GUARDED = """package demo;
+
+public final class Guarded {
+    public static int next(String digit) {
+        if (digit.length() < 1) {
+            throw new IllegalArgumentException("empty");
+        }
+        if (digit.length() > 1) {
+            throw new IllegalArgumentException("long");
+        }
+        if (digit.charAt(0) < '0') {
+            throw new IllegalArgumentException("not a digit");
+        }
+        return digit.charAt(0) - '0' + 1;
+    }
+
+    private Guarded() {}
+}
+"""
+"""Each guard's boundary mutant (PIT reports them first) throws on "0"; the last line's are caught
+by the assertion."""
+
+GUARDED_TEST = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.Test;
+
+class GuardedTest {
+    @Test
+    void next() {
+        assertEquals(1, Guarded.next("0"));
+    }
+}
+"""
+
+
+@pytest.mark.maven
+@needs_maven
+def test_evidence_is_sought_past_the_guards_whose_mutants_throw(tmp_path: Path) -> None:
+    """The focal method's first lines are guards: their mutants make it throw on the test's input,
+    which is no evidence. The assertion catches only the last line's mutants; coevo tries one
+    mutant of each line before a second of any, so it finds that (with PIT's order and the first
+    three tried, the test was taken for one whose check detects nothing, and the gold check then
+    asked strictness of no agent's method)."""
+    root = projects.write(
+        tmp_path / "guarded",
+        {
+            "pom.xml": projects.pom("guarded", projects.JUPITER_DEPS),
+            "src/main/java/demo/Guarded.java": GUARDED,
+            "src/test/java/demo/GuardedTest.java": GUARDED_TEST,
+        },
+    )
+    built = _built_ok(_build(root))
+    focal = FocalMethod("src/main/java/demo/Guarded.java", "demo.Guarded", "next", 4, 15, ("next",))
+    result = TOOL.mutation(built.box, built.spec, "demo.GuardedTest", ["next"], [focal], timeout=600)
+    assert result.complete, result.message
+    guards = [m for m in result.mutants if m.line < 14 and m.status == "KILLED"]
+    assert len(guards) >= 3 and not any(m.evidence for m in guards), result.mutants
+    assert {t for m in result.mutants for t in m.evidence} == {"demo.GuardedTest#next"}, result.mutants
+    built.box.close()
