@@ -416,9 +416,10 @@ def _judge_side(
 # --- the gold check --------------------------------------------------------------------------------
 
 
-_GOLD_CHECK_LAYOUT = 3
+_GOLD_CHECK_LAYOUT = 4
 """Bumped when what a gold check measures changes (2: the focal mutants the gold detects; 3: by
-its own checks, in complete runs only), so checks kept from before are made again."""
+its own checks, in complete runs only; 4: Java's evidence sought on one mutant per focal line
+first, up to 8), so checks kept from before are made again."""
 
 
 class GoldChecks:
