@@ -20,7 +20,6 @@ from tasks import AgentRun, Task, TaskStatus, changes_since_snapshot, list_snaps
 from tests.coevo.test_browse import CIRCLE, RECTANGLE, SQUARE, TRIANGLE, Curated, coevo
 from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
-from tests.runners.maven_projects import JUPITER_DEPS, pom
 
 STRICT = RECTANGLE.replace("    return", "    if width < 0:\n        raise ValueError(width)\n    return")
 TEST_SQUARE = "\n\ndef test_square():\n    assert square(3) == 9\n"
@@ -489,82 +488,3 @@ def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curate
     assert newer.path != written.path
     assert f"snapshot: wrote {newer.path} (3 tasks; 0 added, 1 retired since {written.path})" in third.stdout
     assert f"- {curated.ids['test_circle']}: retired" in (newer.path / "CHANGELOG.md").read_text()
-
-
-CALC = "src/main/java/demo/Calc.java"
-CALC_TEST = "src/test/java/demo/CalcTest.java"
-JAVA_ADD = "    public int add(int a, int b) {\n        return a + b;\n    }\n"
-JAVA_EXACT_ADD = (
-    "    public int add(int a, int b) {\n        long sum = (long) a + b;\n"
-    '        if (sum != (int) sum) {\n            throw new ArithmeticException("overflow");\n        }\n'
-    "        return (int) sum;\n    }\n"
-)
-"""Throws itself: JaCoCo counts no line of a method left by an exception a callee threw."""
-JAVA_SUB = "    public int sub(int a, int b) {\n        return a - b;\n    }\n"
-JAVA_WRAPS = (
-    "    @Test\n    void wraps() {\n"
-    "        assertEquals(Integer.MIN_VALUE, calc.add(Integer.MAX_VALUE, 1));\n    }\n"
-)
-JAVA_THROWS = (
-    "    @Test\n    void wraps() {\n"
-    "        assertThrows(ArithmeticException.class, () -> calc.add(Integer.MAX_VALUE, 1));\n    }\n"
-)
-JAVA_SUBTRACTS = "    @Test\n    void subtracts() {\n        assertEquals(2, calc.sub(5, 3));\n    }\n"
-
-
-def java_history(path: Path) -> GitRepo:
-    """A Maven project: a new method with its test (generation), then a method made strict
-    with its old test repaired (update)."""
-
-    def files(*members: str, tests: tuple[str, ...]) -> dict[str, str | bytes | None]:
-        test = (
-            "package demo;\n\nimport static org.junit.jupiter.api.Assertions.*;\n\n"
-            "import org.junit.jupiter.api.Test;\n\nclass CalcTest {\n"
-            "    private final Calc calc = new Calc();\n\n" + "\n".join(tests) + "}\n"
-        )
-        calc = "package demo;\n\npublic class Calc {\n" + "\n".join(members) + "}\n"
-        return {"pom.xml": pom("calc", JUPITER_DEPS), CALC: calc, CALC_TEST: test}
-
-    repo = GitRepo(path)
-    repo.commit("Adds", "2026-09-01T08:00:00+00:00", files(JAVA_ADD, tests=(JAVA_WRAPS,)))
-    repo.commit(
-        "Subtracts",
-        "2026-09-02T08:00:00+00:00",
-        files(JAVA_ADD, JAVA_SUB, tests=(JAVA_WRAPS, JAVA_SUBTRACTS)),
-    )
-    repo.commit(
-        "Overflow throws",
-        "2026-09-03T08:00:00+00:00",
-        files(JAVA_EXACT_ADD, JAVA_SUB, tests=(JAVA_THROWS, JAVA_SUBTRACTS)),
-    )
-    return repo
-
-
-def test_a_java_history_round_trips_and_scores_the_same(tmp_path: Path) -> None:
-    repo = java_history(tmp_path / "calc")
-    original = curated_on_host(str(repo.path), tmp_path, reruns=1)
-    with open_store(original).session() as s:
-        tracks = sorted((t.track, t.test_methods[0]) for t in s.exec(select(Task)).all())
-    assert tracks == [("generation", "CalcTest.subtracts()"), ("update", "CalcTest.wraps()")]
-
-    first = export(original, tmp_path / "one")
-    imported = tmp_path / "imported.db"
-    assert coevo("import", str(first), "--db", str(imported)).returncode == 0
-    again = export(imported, tmp_path / "two")
-    assert again.name == first.name
-    assert contents(again) == contents(first)
-
-    clone = tmp_path / "elsewhere"
-    subprocess.run(["git", "clone", "-q", str(repo.path), str(clone)], check=True)
-    caches = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tmp_path / "venvs")}
-    for agent in ("gold", "noop"):
-        for db, options in ((original, ()), (imported, ("--repo-dir", f"calc={clone}"))):
-            options = ("--agent", agent, "--backend", "local", "--db", str(db), *options)
-            scored = coevo("score", *options, env=caches)
-            assert scored.returncode == 0, scored.stderr
-            assert scored.stdout.startswith(f"{agent}: 2 tasks scored"), scored.stdout
-    expected = results(original)
-    assert len(expected) == 4
-    assert results(imported) == expected
-    assert all(v[1] == 1.0 for (agent, _), v in expected.items() if agent == "gold")  # type: ignore[index]
-    assert all(v[1] == 0.0 for (agent, _), v in expected.items() if agent == "noop")  # type: ignore[index]

@@ -428,12 +428,15 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
 
 @pytest.mark.maven
 @pytest.mark.slow
-def test_gold_on_java_tasks_kills_the_focal_mutants(
+def test_gold_on_java_tasks_kills_the_focal_mutants_and_an_imported_snapshot_scores_the_same(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Java: gold passes, succeeds, covers and kills PIT's mutants of the focal methods, so each
     of its methods is a strict success (PIT's matrix names it, the control run keeps it); noop
-    does none of that."""
+    does none of that. The store exported, imported and exported again gives the same snapshot,
+    and the imported store, given a clone of the history, scores both agents as the original."""
+    from tests.coevo.test_browse import coevo
+    from tests.coevo.test_snapshots import contents, export, results
     from tests.curation.histories import java_curation_history
 
     until = datetime(2024, 5, 5, tzinfo=UTC)  # generation, generation pass old, update positive
@@ -459,3 +462,20 @@ def test_gold_on_java_tasks_kills_the_focal_mutants(
         standing.agent == "gold" and standing.mutation_on_pass is not None and standing.mutation_on_pass > 0
     )
     assert standing.strict_success_rate == 100.0
+
+    first = export(db, tmp_path / "one")
+    imported = tmp_path / "imported.db"
+    assert coevo("import", str(first), "--db", str(imported)).returncode == 0
+    again = export(imported, tmp_path / "two")
+    assert again.name == first.name
+    assert contents(again) == contents(first)
+    clone = tmp_path / "elsewhere"
+    subprocess.run(["git", "clone", "-q", str(mine.repo), str(clone)], check=True)
+    for name in ("gold", "noop"):
+        scored = coevo("score", "--agent", name, "--backend", "local", "--db", str(imported), "--timeout",
+                       "120", "--repo-dir", f"{mine.repo.name}={clone}")  # fmt: skip
+        assert scored.returncode == 0, scored.stderr
+        assert scored.stdout.startswith(f"{name}: 2 tasks scored"), scored.stdout
+    expected = results(db)
+    assert len(expected) == 4
+    assert results(imported) == expected
