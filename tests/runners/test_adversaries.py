@@ -22,9 +22,7 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-import miner
 from coevo.example import write_example
-from curation import CurateRequest, curate
 from tasks import AgentRun, Task, open_store
 from tests.curation.histories import java_curation_history
 from tests.runners import adversaries as a
@@ -85,9 +83,9 @@ def fingerprint(root: Path, prefix: str = "") -> dict[str, str]:
     return found
 
 
-def _curated(root: Path, repo: Path | None, language: str, shared: Shared | None = None) -> Curated:
-    """``repo`` curated on the host into ``root``, or ``shared``'s store and built revisions
-    copied there: every folder the cheats are checked not to change is this module's own."""
+def _curated(root: Path, shared: Shared) -> Curated:
+    """``shared``'s store and built revisions copied into ``root``, with venvs and a Maven
+    repository of the module's own: every folder the cheats are checked not to change is its own."""
     env = {
         "COEVO_WORK": str(root / "work"),
         "COEVO_VENVS": str(root / "venvs"),
@@ -97,16 +95,7 @@ def _curated(root: Path, repo: Path | None, language: str, shared: Shared | None
     seed.parent.mkdir(parents=True)
     seed.write_bytes(b"a jar nobody may change")
     db = root / "coevo.db"
-    if shared is not None:
-        shared.copy(root)
-    else:
-        assert repo is not None
-        with pytest.MonkeyPatch.context() as patch:
-            for name in ("COEVO_WORK", "COEVO_VENVS"):  # curation on the host keeps the user's ~/.m2
-                patch.setenv(name, env[name])
-            miner.mine(open_store(db), miner.MineRequest(location=str(repo), language=language))
-            request = CurateRequest(backend="local", workers=1, reruns=1)
-            assert not curate(open_store(db), request).errors
+    shared.copy(root)
     with open_store(db).session() as session:
         tasks = {str(t.track): t for t in session.exec(select(Task)).all()}
     assert set(tasks) == {"generation", "update"}, tasks
@@ -116,8 +105,8 @@ def _curated(root: Path, repo: Path | None, language: str, shared: Shared | None
 @pytest.fixture(scope="module")
 def python_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     root = tmp_path_factory.mktemp("py-adversaries")
-    write_example(root / "example")
-    yield _curated(root, root / "example", "python")
+    shared = curated_once(tmp_path_factory, write_example, name="example")
+    yield _curated(root, shared)
 
 
 @pytest.fixture(scope="module")
@@ -125,7 +114,7 @@ def java_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     root = tmp_path_factory.mktemp("java-adversaries")
     until = datetime(2024, 5, 5, tzinfo=UTC)  # one task of each track
     shared = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until)
-    yield _curated(root, None, "java", shared)
+    yield _curated(root, shared)
 
 
 def _no_success(run: AgentRun) -> None:
