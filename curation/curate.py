@@ -560,7 +560,13 @@ class _PairCurator:
             tag = f"{pair_tag}_{file_index}"
 
             def ids(cell: str, old: bool, members: Sequence[_Item] = group) -> list[tuple[_Item, str]]:
-                chosen = [(i, i.old_id if old else i.new_id) for i in members if cell in i.cells]
+                """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
+                decides the verdict, and every further run would cost the whole timeout)."""
+                chosen = [
+                    (i, i.old_id if old else i.new_id)
+                    for i in members
+                    if cell in i.cells and not any(c.timed_out for c in i.cells.values())
+                ]
                 return [(i, test) for i, test in chosen if test is not None]
 
             for attempt in range(reruns):

@@ -14,6 +14,7 @@ from runners import Coverage, TestResult, bounded
 CELLS = ("OO", "ON", "NO", "NN")
 """Old/new test on old/new code: (test version, code version)."""
 FLAKY = "flaky"
+TIMEOUT = "timeout"
 
 
 @dataclass
@@ -29,10 +30,19 @@ class Cell:
 
     @property
     def outcome(self) -> str:
-        """The runs' common outcome, or ``flaky`` when they disagree."""
+        """``timeout`` when a run timed out, else the runs' common outcome, or ``flaky`` when they
+        disagree. A test that hangs once is never a dependable task: it is not run again
+        (:attr:`timed_out`), since every further run would cost the whole timeout again."""
         if not self.runs:
             return "not_run"
+        if self.timed_out:
+            return TIMEOUT
         return self.runs[0] if len(set(self.runs)) == 1 else FLAKY
+
+    @property
+    def timed_out(self) -> bool:
+        """Whether a run timed out: the test's verdict is decided, and it runs no more."""
+        return TIMEOUT in self.runs
 
     def add(self, result: TestResult, coverage: Coverage | None = None) -> None:
         self.runs.append(str(result.outcome))

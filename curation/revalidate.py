@@ -223,6 +223,8 @@ def check_task(
                 cells[method]["NN"].add(run.on_new[test])
                 if run.on_old is not None:
                     cells[method]["NO"].add(run.on_old[test])
+            if any(cell.timed_out for by_cell in cells.values() for cell in by_cell.values()):
+                break  # the verdict is decided: another run would cost the whole timeout again
         return health_verdict(task.track, new, old, cells), cells, environment_key(new, old)
 
 

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from curation import classify
+from curation.matrix import Cell
 from curation.static import is_refactoring, normalized, runnable_id
 from miner.languages import get_language
 from runners import EnvSpec
@@ -85,6 +86,25 @@ def test_drop_reasons(
 def test_a_timeout_outranks_a_flaky_cell_and_a_failure() -> None:
     cells = {"OO": "flaky", "ON": "fail", "NO": "timeout", "NN": "fail"}
     assert classify(UPDATED, cells, True, True).reason == DropReason.TIMEOUT
+
+
+@pytest.mark.parametrize(
+    ("runs", "outcome", "timed_out"),
+    [
+        ((), "not_run", False),
+        (("pass", "pass", "pass"), "pass", False),
+        (("fail",), "fail", False),
+        (("pass", "fail", "pass"), "flaky", False),
+        (("timeout",), "timeout", True),
+        (("pass", "timeout"), "timeout", True),  # a hang once is a hang: never flaky, never rerun
+        (("error", "timeout"), "timeout", True),
+    ],
+)
+def test_a_cell_with_a_timed_out_run_is_a_timeout(
+    runs: tuple[str, ...], outcome: str, timed_out: bool
+) -> None:
+    cell = Cell(list(runs))
+    assert (cell.outcome, cell.timed_out) == (outcome, timed_out)
 
 
 @pytest.mark.parametrize(
