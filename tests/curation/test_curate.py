@@ -120,10 +120,12 @@ def _check_everything(curated: Curated) -> None:
         "candidates"
     ].get("unchanged_with_changed_dependencies", 0)
     assert counts["pairs_curated"] == len(curated.expected) == 17
-    # The hanging test ran once: a timeout decides, and every further run would wait it out again.
+    # The hanging test ran once: a timeout decides, and every further run (its other cell's too)
+    # would wait it out again.
     with open_store(curated.db).session() as s:
         hung = s.exec(select(CurationRecord).where(CurationRecord.drop_reason == "timeout")).one()
-    assert {cell: run["runs"] for cell, run in hung.cells.items()} == {"NN": ["timeout"]}, hung.cells
+    runs = {cell: (run["outcome"], run["runs"]) for cell, run in hung.cells.items()}
+    assert runs == {"NN": ("timeout", ["timeout"]), "NO": ("not_run", [])}, hung.cells
     # Three pairs were decided before building (refactoring, test utility, span); two did not build.
     assert counts["builds"] == {"ok": 12, "not_built": 3, "build_failed": 1, "env_failed": 1}
     assert counts["tasks"] == {"generation": 1, "update": 1}
