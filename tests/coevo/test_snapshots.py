@@ -348,10 +348,12 @@ def test_a_bad_snapshot_names_its_file_and_imports_nothing(
 
 
 def _score(curated: Curated, db: Path, agent: str, *options: str) -> subprocess.CompletedProcess[str]:
-    """``coevo score`` on the host, with the module's build and venv caches."""
+    """``coevo score`` on the host, with the module's build and venv caches, each test run once
+    (reruns are tested by tests/runners/test_scoring.py)."""
     root = curated.db.parent
     caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
-    return coevo("score", "--agent", agent, "--backend", "local", "--db", str(db), *options, env=caches)
+    command = ("score", "--agent", agent, "--backend", "local", "--db", str(db), "--reruns", "1", *options)
+    return coevo(*command, env=caches)
 
 
 def results(db: Path) -> dict[tuple[str, str], object]:

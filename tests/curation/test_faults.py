@@ -116,7 +116,7 @@ def test_redo_over_scored_tasks_keeps_their_runs(tmp_path: Path, monkeypatch: py
     db = tmp_path / "c.db"
     miner.mine(open_store(db), miner.MineRequest(location=str(tmp_path / "example")))
     assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
-    options = ScoreOptions(backend="local", test_timeout=120)
+    options = ScoreOptions(backend="local", test_timeout=120, reruns=1)
     assert score(open_store(db), find_agent("noop"), options=options).scored == 2
     with open_store(db).session() as session:
         tasks = {t.id for t in session.exec(select(Task)).all()}

@@ -195,7 +195,9 @@ def test_a_same_file_helper_makes_a_generation_task_whose_gold_holds_it(
     text = given.decode()
     assert "def test_cube" not in text and "def expected" not in text and "def times" not in text
     assert "def unrelated" in text and "def test_square" in text  # changed, but not the answer's
-    report = score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local", test_timeout=60))
+    report = score(
+        open_store(db), find_agent("gold"), options=ScoreOptions(backend="local", test_timeout=60, reruns=1)
+    )
     assert (report.scored, report.errors) == (1, {})
     with open_store(db).session() as session:
         run = session.exec(select(AgentRun)).one()
@@ -418,7 +420,7 @@ def test_an_agent_test_failing_on_the_old_code_only_for_a_library_gets_no_succes
         "def test_negative():\n    assert six.PY3 and square(3) == 9\n"
     )
     agent = Agent("cheat", f"cp {cheat} {{test_file}}")
-    report = score(open_store(db), agent, options=ScoreOptions("local", 60, trust_host=True))
+    report = score(open_store(db), agent, options=ScoreOptions("local", 60, trust_host=True, reruns=1))
     assert (report.scored, report.errors) == (1, {})
     with open_store(db).session() as session:
         run = session.exec(select(AgentRun)).one()

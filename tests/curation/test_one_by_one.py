@@ -63,7 +63,10 @@ def test_a_method_is_judged_alone_when_its_file_does_not_import_on_the_old_code(
 
     (tmp_path / "cheat.py").write_text(CHEAT)
     cheat = Agent("cheat", f"{sys.executable} {tmp_path / 'cheat.py'} {{workspace}}/{{test_file}}")
-    assert score(open_store(db), cheat, options=ScoreOptions("local", 60, trust_host=True)).errors == {}
+    assert (
+        score(open_store(db), cheat, options=ScoreOptions("local", 60, trust_host=True, reruns=1)).errors
+        == {}
+    )
     with open_store(db).session() as s:
         run = s.exec(select(AgentRun).where(AgentRun.agent == "cheat")).one()
     outcome = run.outcomes["test_cube"]
@@ -306,7 +309,7 @@ def test_rev1_whose_tests_do_not_compile_still_judges_new_tests_on_its_productio
     assert task.test_methods == ["SquarerTest.testCubeOfTwo()"]
     assert ("tests", "not compiled") in {(c["name"], c["value"]) for c in task.build_records["rev1"]}
     # Scoring builds rev1 the same way: the developer's test succeeds on it.
-    assert score(open_store(db), find_agent("gold"), options=ScoreOptions("local", 60)).errors == {}
+    assert score(open_store(db), find_agent("gold"), options=ScoreOptions("local", 60, reruns=1)).errors == {}
     with open_store(db).session() as s:
         run = s.exec(select(AgentRun).where(AgentRun.agent == "gold")).one()
     outcome = run.outcomes["SquarerTest.testCubeOfTwo()"]

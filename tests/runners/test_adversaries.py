@@ -129,8 +129,12 @@ def _successful_but_not_strict(runs: dict[str, AgentRun]) -> None:
     }, {track: run.outcomes for track, run in runs.items()}
 
 
+ONCE = ("--reruns", "1")
+"""For agents whose cheat does not depend on being run again (the poisoner's and the coin's do)."""
+
+
 def _gold_is_perfect(curated: Curated, *args: str) -> None:
-    result = curated.score("gold", None, "--backend", "docker", *args)
+    result = curated.score("gold", None, "--backend", "docker", *ONCE, *args)
     assert result.returncode == 0, result.stderr
     runs = curated.runs("gold")
     rates = {track: (run.success_rate, run.strict_success_rate) for track, run in runs.items()}
@@ -158,7 +162,8 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
     )
     folders = fingerprint(tmp_path)
     for agent in ("thief", "sibling", "poisoner", "skipper", "shallow", "bare", "sniffer", "garbler", "coin"):
-        result = python_tasks.score(agent, agents, "--backend", "docker")
+        reruns = () if agent in ("poisoner", "coin") else ONCE
+        result = python_tasks.score(agent, agents, "--backend", "docker", *reruns)
         assert result.returncode == 0, (agent, result.stderr)
     for agent in ("thief", "sibling"):
         runs = python_tasks.runs(agent)
@@ -205,7 +210,7 @@ def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_pat
     kinds = ("thief", "sibling", "poisoner", "shallow", "pit", "tells")
     agents = a.write_agents(tmp_path, {kind: {"run.sh": a.COPY, **a.java_files(kind)} for kind in kinds})
     for agent in kinds:
-        result = java_tasks.score(agent, agents, "--backend", "docker")
+        result = java_tasks.score(agent, agents, "--backend", "docker", *ONCE)
         assert result.returncode == 0, (agent, result.stderr)
     for agent in ("thief", "sibling"):
         runs = java_tasks.runs(agent)
@@ -250,7 +255,7 @@ def test_the_judge_tree_is_clean_on_the_host_too(
         (python_tasks, ("test_triangle", "test_rectangle")),
         (java_tasks, ("SubtractorTest.testSubtract()", "GreeterTest.testGreet()")),
     ):
-        result = curated.score("sibling", agents, "--backend", "local", "--trust-agent")
+        result = curated.score("sibling", agents, "--backend", "local", "--trust-agent", *ONCE)
         assert result.returncode == 0, result.stderr
         runs = curated.runs("sibling")
         for (track, run), method in zip(sorted(runs.items()), methods, strict=True):
@@ -276,7 +281,7 @@ def test_what_the_agent_leaves_is_read_safely(python_tasks: Curated, tmp_path: P
     )
     folders = fingerprint(tmp_path)
     for agent in ("environ", "store", "parent", "fifo", "huge", "terminal", "harvester"):
-        result = python_tasks.score(agent, agents, "--backend", "docker")
+        result = python_tasks.score(agent, agents, "--backend", "docker", *ONCE)
         assert result.returncode == 0, (agent, result.stderr)
     said = {
         "environ": "tests/test_shapes.py is a symbolic link, not a regular file: not read",
@@ -301,7 +306,7 @@ def test_what_the_agent_leaves_is_read_safely(python_tasks: Curated, tmp_path: P
     assert python_tasks.runs("terminal")["generation"].tokens == 5
 
     # Nothing a harvester keeps survives its task: a second pass (and --redo) finds nothing.
-    assert python_tasks.score("harvester", agents, "--backend", "docker", "--redo").returncode == 0
+    assert python_tasks.score("harvester", agents, "--backend", "docker", "--redo", *ONCE).returncode == 0
     for run in python_tasks.runs("harvester").values():
         assert "HARVEST found=[ ]" in run.log, run.log
         assert "/agent" not in run.log.split("kept=")[1] and "/task" not in run.log.split("kept=")[1], run.log

@@ -94,7 +94,7 @@ def test_the_workspace_holds_the_new_code_and_no_answer(tasks: Tasks, tmp_path: 
 
 def test_gold_reaches_every_metric_and_noop_nothing(tasks: Tasks, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COEVO_WORK", str(tasks.work))
-    options = ScoreOptions(backend="local", test_timeout=120)
+    options = ScoreOptions(backend="local", test_timeout=120, reruns=1)  # reruns: test_strict_success_…
     for name in ("gold", "noop"):
         report = score(open_store(tasks.db), find_agent(name), options=options)
         assert (report.scored, report.errors) == (2, {})
@@ -137,8 +137,8 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
     with pytest.raises(BadAgent, match="would run on the host, where it could read the gold tests"):
-        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.work))
-    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.work, trust_host=True)
+        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.work, reruns=1))
+    options = ScoreOptions(backend="local", test_timeout=120, work=tasks.work, trust_host=True, reruns=1)
     cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
     with open_store(db).session() as s:
         s.exec(delete(AgentRun).where(col(AgentRun.agent) == "noop"))
@@ -373,7 +373,7 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
         track = [] if agent == "vacuous" else ["--track", "generation"]
         result = subprocess.run(
             [str(exe), "score", "--agent", agent, "--agents-file", str(agents_file), "--db", str(db),
-             "--backend", "docker", *track, "--timeout", "120"],
+             "--backend", "docker", *track, "--timeout", "120", "--reruns", "1"],
             capture_output=True, text=True, env={**os.environ, **env_work}, check=False,
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
@@ -443,7 +443,7 @@ def test_gold_on_java_tasks_kills_the_focal_mutants_and_an_imported_snapshot_sco
     mine = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until).copy(tmp_path)
     monkeypatch.setenv("COEVO_WORK", str(mine.work))
     db = mine.db
-    options = ScoreOptions(backend="local", test_timeout=120)
+    options = ScoreOptions(backend="local", test_timeout=120, reruns=1)  # reruns: test_strict_success_…
     for name in ("gold", "noop"):
         assert score(open_store(db), find_agent(name), options=options).errors == {}
     gold = list(_runs(db, "gold").values())
@@ -473,7 +473,7 @@ def test_gold_on_java_tasks_kills_the_focal_mutants_and_an_imported_snapshot_sco
     subprocess.run(["git", "clone", "-q", str(mine.repo), str(clone)], check=True)
     for name in ("gold", "noop"):
         scored = coevo("score", "--agent", name, "--backend", "local", "--db", str(imported), "--timeout",
-                       "120", "--repo-dir", f"{mine.repo.name}={clone}")  # fmt: skip
+                       "120", "--reruns", "1", "--repo-dir", f"{mine.repo.name}={clone}")  # fmt: skip
         assert scored.returncode == 0, scored.stderr
         assert scored.stdout.startswith(f"{name}: 2 tasks scored"), scored.stdout
     expected = results(db)

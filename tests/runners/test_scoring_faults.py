@@ -49,7 +49,7 @@ def test_no_docker_daemon_stores_no_score_and_redo_keeps_the_old_ones(
     assert len(failed.stderr.strip().splitlines()) == 1 and "no Docker daemon answers" in failed.stderr
     assert _runs(db, "gold") == {}  # nothing charged, nothing to skip next time
 
-    assert coevo("score", "--agent", "gold", "--backend", "docker").returncode == 0
+    assert coevo("score", "--agent", "gold", "--backend", "docker", "--reruns", "1").returncode == 0
     good = {task: run.id for task, run in _runs(db, "gold").items()}
     assert len(good) == 2 and all(run.success_rate == 1.0 for run in _runs(db, "gold").values())
     again = coevo("score", "--agent", "gold", "--backend", "docker", "--redo", environment=down)
@@ -87,7 +87,7 @@ def test_where_the_gold_does_not_pass_no_agent_is_judged(
     with open_store(db).session() as session:
         (task,) = session.exec(select(Task)).all()
 
-    options = ScoreOptions(backend="local", test_timeout=120)
+    options = ScoreOptions(backend="local", test_timeout=120, reruns=1)
     for agent in ("gold", "noop"):
         assert score(open_store(db), find_agent(agent), options=options).errors == {}
         run = _runs(db, agent)[task.id]
@@ -142,7 +142,10 @@ def test_a_junit_4_10_project_runs_curates_and_scores(
     with open_store(db).session() as session:
         (task,) = session.exec(select(Task)).all()
     assert task.test_ids == ["demo.SubtractorTest#subtracts"]
-    assert score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local")).errors == {}
+    assert (
+        score(open_store(db), find_agent("gold"), options=ScoreOptions(backend="local", reruns=1)).errors
+        == {}
+    )
     run = _runs(db, "gold")[task.id]
     assert (run.pass_rate, run.success_rate) == (1.0, 1.0), run.outcomes
 

@@ -139,7 +139,7 @@ def test_the_gold_check_measures_what_the_gold_detects(
         "import pathlib, sys\npath = pathlib.Path(sys.argv[1])\npath.write_text(path.read_text() + "
         "'\\n\\ndef test_area_warns():\\n    with pytest.deprecated_call():\\n        area(1, 1)\\n')\n"
     )
-    options = ScoreOptions(backend="local", test_timeout=120, trust_host=True)
+    options = ScoreOptions(backend="local", test_timeout=120, trust_host=True, reruns=1)
     for agent in (Agent("gold"), Agent("mine", f"{sys.executable} {mine} {{test_file}}")):
         assert score(open_store(db), agent, options=options).errors == {}
     with open_store(db).session() as session:
