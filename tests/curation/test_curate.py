@@ -221,7 +221,8 @@ def _date(text: str) -> Any:
 CRASH_UNTIL = "2024-05-13"
 """The crash tests curate the history's first 11 pairs (up to the test utility co-change), every
 kind of decision but the slow ones (the flaky test's reruns, the failed builds, the hanging test),
-and compare them with the uninterrupted run's."""
+and compare them with the uninterrupted run's; with no flaky test among them, each test is run
+once (``--reruns 1``) and must still decide as the uninterrupted run's three runs did."""
 
 
 def _before_crash_until(curated: Curated) -> dict[str, dict[str, str]]:
@@ -260,7 +261,7 @@ def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
     }
     exe = Path(sys.executable).parent / "coevo"
     command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
-               "--workers", "2", "--until", CRASH_UNTIL]  # fmt: skip
+               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1"]  # fmt: skip
     expected = _before_crash_until(python_curated)
     for kill_after in (1, 4, 7):
         proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
@@ -321,7 +322,7 @@ def test_sigterm_leaves_the_run_interrupted_and_the_next_start_marks_a_killed_on
     }
     exe = Path(sys.executable).parent / "coevo"
     command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
-               "--workers", "2", "--until", CRASH_UNTIL]  # fmt: skip
+               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1"]  # fmt: skip
 
     def started(after_pairs: int) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
