@@ -137,7 +137,7 @@ def test_after_and_model_cutoffs_exclude_older_tasks(tasks: Tasks, tmp_path: Pat
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
     with pytest.raises(BadAgent, match="would run on the host, where it could read the gold tests"):
-        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.work, reruns=1))
+        score(open_store(db), late, options=ScoreOptions(backend="local", work=tasks.work))
     options = ScoreOptions(backend="local", test_timeout=120, work=tasks.work, trust_host=True, reruns=1)
     cutoff = datetime(2026, 9, 15, 10, tzinfo=UTC)
     with open_store(db).session() as s:
