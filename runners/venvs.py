@@ -80,6 +80,10 @@ MARKER = "coevo-ready.json"
 _LAYOUT = "4"
 """Bumped when the way venvs are built changes, so old ones are not reused (2: dated installs,
 pinned pip and test tools; 4: a local project's files outside site-packages stripped too)."""
+_SEED_PREFIX = ".seed-"
+"""Names the folders of :func:`_seed` in the venvs root."""
+_SEED_MARKER = "coevo-seed.json"
+"""Written last into a finished seed (a seed is no venv: it has no :data:`MARKER`)."""
 UNDATED = ".undated"
 """Suffix of the file beside a dated key whose install failed: why, and that today's releases built."""
 DATING_PIP = "26.0.1"
@@ -668,7 +672,7 @@ def _build(
 ) -> None:
     """Creates the venv and runs the installs in a sandbox where only it and the staging copy are
     writable (in Docker, a container of their own: the revision's later steps see the venv read-only)."""
-    venv.mkdir()
+    _clone(_seed(venv.parent, found, sandbox, deadline), venv)
     staging = Path(tempfile.mkdtemp(prefix=f"{venv.name}.src-", dir=venv.parent))
     try:
         copy = staging / "project"
@@ -702,19 +706,62 @@ def _build(
     partial.replace(venv / MARKER)
 
 
+def _seed(root: Path, found: FoundPython, sandbox: Sandbox, deadline: float) -> Path:
+    """The interpreter's seed in ``root``: a venv just made by ``python -m venv``, its pip brought
+    to :func:`pip_pin`'s version and nothing else, built once (no project code runs in it) and
+    copied for every venv of that interpreter (:func:`_clone`): creating one and bringing its pip
+    up cost seconds a revision."""
+    digest = hashlib.sha256()
+    for part in ("seed", _LAYOUT, str(found.path), found.version, pip_pin(found.version)):
+        digest.update(part.encode() + b"\0")
+    for name in _RESOLUTION_SETTINGS:
+        digest.update(f"{name}={os.environ.get(name, '')}".encode() + b"\0")
+    seed = root / f"{_SEED_PREFIX}{digest.hexdigest()[:16]}"
+    if (seed / _SEED_MARKER).is_file():
+        return seed
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / f"{seed.name}.lock", deadline):
+        if (seed / _SEED_MARKER).is_file():  # another process made it while we waited
+            return seed
+        shutil.rmtree(seed, ignore_errors=True)  # an unfinished one
+        seed.mkdir()
+        try:
+            with sandbox.writable((seed,)) as maker:
+                created = maker.exec([str(found.path), "-m", "venv", str(seed)], timeout=_left(deadline))
+                if not created.ok:
+                    why = _pip_error(created)
+                    raise VenvBuildFailed(f"cannot create a venv with {found.path}: {why}", created)
+                pip = f"pip=={pip_pin(found.version)}"
+                argv = [str(venv_python(seed)), "-m", "pip", "install", pip]
+                _pip(maker, argv, pip_env(), str(seed), deadline, pip)
+        except BaseException:
+            shutil.rmtree(seed, ignore_errors=True)
+            raise
+        write_beneath(seed, _SEED_MARKER, json.dumps({"python": str(found.path), "pip": pip}).encode())
+    return seed
+
+
+def _clone(seed: Path, venv: Path) -> None:
+    """``venv`` made as a copy of ``seed``: what names the seed's own folder (``pyvenv.cfg``, the
+    activation and console scripts in ``bin/``) is rewritten to name ``venv``. Compiled modules keep
+    the seed's path, which Python replaces with the file's own when it loads them."""
+    shutil.copytree(seed, venv, symlinks=True, ignore=shutil.ignore_patterns(_SEED_MARKER))
+    old, new = str(seed).encode(), str(venv).encode()
+    for path in [venv / "pyvenv.cfg", *(venv / "bin").iterdir()]:
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            if old in data:
+                path.write_bytes(data.replace(old, new))
+
+
 def _install(
     venv: Path, spec: EnvSpec, found: FoundPython, copy: Path, sandbox: Sandbox, deadline: float
 ) -> tuple[dict[str, tuple[str, str]], list[str]]:
-    """Creates the venv, pins its pip, installs the revision's requirements (dated when asked),
+    """Installs the revision's requirements (dated when asked) into the venv (a seed's copy),
     then coevo's test tools where the project brought none; returns where each tool came from, and
     the build tools installed for builds without isolation (:data:`ISOLATED_BUILDS_SINCE`)."""
-    created = sandbox.exec([str(found.path), "-m", "venv", str(venv)], timeout=_left(deadline))
-    if not created.ok:
-        raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
     python = str(venv_python(venv))
     env = {**pip_env(), **_scm_version_env(copy)}
-    pip = pip_pin(found.version)
-    _pip(sandbox, [python, "-m", "pip", "install", f"pip=={pip}"], env, str(copy), deadline, f"pip=={pip}")
     dated = ["--uploaded-prior-to", spec.packages_before] if spec.packages_before else []
     if spec.pins:
         pins = copy.parent / PINS_FILE

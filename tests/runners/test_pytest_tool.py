@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -560,7 +561,7 @@ def test_coverage_gives_each_test_exactly_the_lines_it_ran(calc_built: Path, cal
 
 
 class CountingSandbox(LocalSandbox):
-    """A LocalSandbox that counts the venvs created through it (each build creates one)."""
+    """A LocalSandbox that counts the venvs built through it (each build installs the requirements)."""
 
     installs: list[Sequence[str]]
 
@@ -575,7 +576,7 @@ class CountingSandbox(LocalSandbox):
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
     ) -> ExecResult:
-        if list(argv[1:3]) == ["-m", "venv"]:
+        if list(argv[1:4]) == ["-m", "pip", "install"] and "-r" in argv:
             self.installs.append(argv)
         return super().exec(argv, timeout, env, cwd)
 
@@ -614,8 +615,17 @@ def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(tmp_p
     assert len(installs) == 2 and (venv / MARKER).is_file() and not (venv / "leftover").exists()
 
     (root / "requirements.txt").write_text("six\n# built concurrently, then changed\n")
-    assert venv_for(spec, root, CountingSandbox(root, installs)) != venv
+    other = venv_for(spec, root, CountingSandbox(root, installs))
+    assert other != venv
     assert len(installs) == 3
+    # Every venv is a copy of one seed (the interpreter's venv with its pip pinned), made once,
+    # whose copies name their own folder: their pip runs from and installs into them.
+    assert [seed.name[:6] for seed in venv.parent.glob(".seed-*") if seed.is_dir()] == [".seed-"]
+    for made in (venv, other):
+        assert (made / "bin" / "pip").read_text().startswith(f"#!{made}/bin/python")
+        said = subprocess.run([made / "bin" / "pip", "--version"], capture_output=True, text=True, check=True)
+        assert f"from {made}/lib/" in said.stdout and ".seed-" not in said.stdout, said.stdout
+        assert ".seed-" not in (made / "pyvenv.cfg").read_text()
 
 
 def _alive(pid: int) -> bool:
