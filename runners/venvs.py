@@ -12,6 +12,11 @@ distribution but the venv's seeds and the revision's own, and ``python==X.Y.Z``)
 carries those as :attr:`~runners.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
 with ``pip install -c``, undated: a release made since changes nothing.
 
+A venv starts as a copy of its interpreter's seed (``.seed-*`` in the venvs root: the venv
+``python -m venv`` makes, its pip brought to the pinned version), made once by coevo's own
+steps: a project's install never has the seed writable (in Docker only its own venv and staging
+copy are), so no revision changes what the next one starts from.
+
 Revisions are built as of their time: pip installs only what was uploaded before the
 revision's commit day (``--uploaded-prior-to``, :attr:`~runners.envspec.EnvSpec.packages_before`),
 with pip itself first brought to a pinned version that has the option (26.0.1; Pythons older
