@@ -24,8 +24,10 @@ write() {
     say "refused write $1"
   fi
 }
-for site in {venvs}/*/lib/python*/site-packages; do write "$site/zz_hostile.pth"; done
-for venv in {venvs}/*/; do write "${venv}hostile"; done
+for site in {venvs}/*/lib/python*/site-packages {venvs}/.seed-*/lib/python*/site-packages; do
+  write "$site/zz_hostile.pth"
+done
+for venv in {venvs}/*/ {venvs}/.seed-*/; do write "${venv}hostile"; done  # every venv's seed too
 write "{venvs}/hostile"
 for m2 in {repositories}; do
   write "$m2/hostile"

@@ -218,6 +218,7 @@ def test_a_hostile_setup_py_conftest_and_test_write_nothing_shared(world: World)
     assert f"refused tunnel {world.gateway}:{port}: HTTP/1.1 403" in setup  # declared, but the Docker host
     own_folders = (f"WROTE {world.venvs / venv}/", f"WROTE {world.venvs / venv}.src-")
     assert _breaches(setup, (*own_folders, "TUNNELED pypi.org:443")) == []
+    assert any(line.startswith(f"refused write {world.venvs}/.seed-") for line in setup), setup  # it tried
     # Collecting the tests (the project's conftest) ran with every venv read-only, its own too.
     collect = _report(built.worktree / "hostile-collect.txt")
     assert _breaches(collect, ("TUNNELED pypi.org:443",)) == []
