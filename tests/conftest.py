@@ -1,13 +1,17 @@
 """Test tiers: Docker tests need a daemon, browser tests Chromium; .ci/run provides both and
-insists they run."""
+insists they run. Venvs: the run's own folder, shared by every test that does not set its own."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
 
 import pytest
+
+from runners.venvs import VENVS_ENV
+from tests.shared import run_venvs
 
 
 def _docker_answers() -> bool:
@@ -18,6 +22,16 @@ def _docker_answers() -> bool:
 
 CHROMIUM = os.environ.get("COEVO_CHROMIUM", "/usr/bin/chromium")
 """The browser the site tests drive (Debian's chromium; .ci/run installs it)."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _venvs_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """``$COEVO_VENVS`` for the whole run: one folder its xdist workers share (coevo keys venvs by
+    content and locks each build, as it does for users), never the user's own cache. A test that
+    looks at venvs themselves (how they are built, what untrusted code can write) sets its own."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(VENVS_ENV, str(run_venvs(tmp_path_factory)))
+        yield
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -115,7 +115,6 @@ def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     made = coevo("example", "example-repo", cwd=tmp_path)
     assert made.stdout.startswith("wrote example-repo"), made.stderr
     again = coevo("example", "example-repo", cwd=tmp_path)  # the README command can be run twice

@@ -61,7 +61,7 @@ def _stop(process: subprocess.Popen[bytes]) -> int:
 def test_daemon_mines_new_commits_each_cycle_stops_on_sigterm_and_resumes_from_the_job_store(
     tmp_path: Path,
 ) -> None:
-    env = {**os.environ, "COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tmp_path / "venvs")}
+    env = {**os.environ, "COEVO_WORK": str(tmp_path / "work")}
     remote = GitRepo(tmp_path / "remote")
     remote.commit(
         "Shapes: square",

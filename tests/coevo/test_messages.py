@@ -114,7 +114,6 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
     env = {
         **os.environ,
         "COEVO_WORK": str(root / "work"),
-        "COEVO_VENVS": str(root / "venvs"),
         "SHAPES_PLUGIN": "1",
     }
     repo = shapes_history(root / "shapes")

@@ -351,7 +351,7 @@ def _score(curated: Curated, db: Path, agent: str, *options: str) -> subprocess.
     """``coevo score`` on the host, with the module's build and venv caches, each test run once
     (reruns are tested by tests/runners/test_scoring.py)."""
     root = curated.db.parent
-    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    caches = {"COEVO_WORK": str(root / "work")}
     command = ("score", "--agent", agent, "--backend", "local", "--db", str(db), "--reruns", "1", *options)
     return coevo(*command, env=caches)
 
@@ -432,7 +432,7 @@ def test_an_imported_task_starts_from_its_recorded_test_file(curated: Curated, t
 
 def test_clones_in_two_folders_export_the_same_snapshot(curated: Curated, tmp_path: Path) -> None:
     root = curated.db.parent
-    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    caches = {"COEVO_WORK": str(root / "work")}
     window = ("--since", "2026-09-01T09:00:00+00:00", "--until", "2026-09-01T10:00:00+00:00")
     folders = []
     for name in ("left", "right-copy"):
@@ -453,7 +453,7 @@ def test_run_writes_a_snapshot_when_tasks_were_gained_or_retired(curated: Curate
     db = tmp_path / "copy.db"
     copy_store(curated.db, db)
     root = curated.db.parent
-    caches = {"COEVO_WORK": str(root / "work"), "COEVO_VENVS": str(root / "venvs")}
+    caches = {"COEVO_WORK": str(root / "work")}
     out = tmp_path / "snaps"
 
     def run() -> subprocess.CompletedProcess[str]:

@@ -18,7 +18,6 @@ def mined_and_curated(
 ) -> Path:
     """The store of ``repo`` mined and curated on the host, one run per cell, caches in ``tmp_path``."""
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     db = tmp_path / "coevo.db"
     assert mine(open_store(db), MineRequest(location=str(repo.path), language=language)).status == "completed"
     report = curate(open_store(db), CurateRequest(backend="local", test_timeout=timeout, reruns=1))
@@ -31,7 +30,6 @@ def curated_on_host(location: str, root: Path, reruns: int = 1) -> Path:
     module-scoped fixtures, which have no ``monkeypatch``)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root / "venvs"))
         db = root / "coevo.db"
         mine(open_store(db), MineRequest(location=location))
         assert not curate(open_store(db), CurateRequest(backend="local", reruns=reruns, workers=1)).errors

@@ -69,7 +69,6 @@ def _curated(
 ) -> Iterator[Curated]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root.parent / "venvs"))
         repo = history(root / "calc")
         db = root / "coevo.db"
         _mine(repo, db, language)
@@ -264,7 +263,6 @@ def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
     env = {
         **os.environ,
         "COEVO_WORK": str(tmp_path / "work"),
-        "COEVO_VENVS": str(python_curated.work.parent.parent / "venvs"),
     }
     exe = Path(sys.executable).parent / "coevo"
     command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
@@ -325,7 +323,6 @@ def test_sigterm_leaves_the_run_interrupted_and_the_next_start_marks_a_killed_on
     env = {
         **os.environ,
         "COEVO_WORK": str(tmp_path / "work"),
-        "COEVO_VENVS": str(python_curated.work.parent.parent / "venvs"),
         "TMPDIR": str(temporary),
     }
     exe = Path(sys.executable).parent / "coevo"

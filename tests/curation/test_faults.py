@@ -90,7 +90,7 @@ def test_a_jdk_coevo_lacks_is_env_failed_naming_it_and_retried(
 def test_no_docker_daemon_records_nothing_and_the_next_run_curates_it_all(tmp_path: Path) -> None:
     write_example(tmp_path / "example")
     db = tmp_path / "c.db"
-    env = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tmp_path / "venvs")}
+    env = {"COEVO_WORK": str(tmp_path / "work")}
     assert _coevo("mine", str(tmp_path / "example"), "--db", str(db), env=env).returncode == 0
     down = _coevo("curate", "--db", str(db), "--backend", "docker", env={**env, "DOCKER_HOST": NO_DAEMON})
     assert down.returncode == 1, down.stdout + down.stderr
@@ -111,7 +111,6 @@ def test_no_docker_daemon_records_nothing_and_the_next_run_curates_it_all(tmp_pa
 
 def test_redo_over_scored_tasks_keeps_their_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     write_example(tmp_path / "example")
     db = tmp_path / "c.db"
     miner.mine(open_store(db), miner.MineRequest(location=str(tmp_path / "example")))

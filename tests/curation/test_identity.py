@@ -41,7 +41,6 @@ def clones(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clones]:
     write_example(origin)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COEVO_WORK", str(root / "work"))
-        patch.setenv("COEVO_VENVS", str(root / "venvs"))
         stores = []
         for folder in ("one/shapes", "two/geometry"):
             clone = root / folder

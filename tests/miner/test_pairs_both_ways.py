@@ -93,7 +93,6 @@ def test_a_test_first_pair_gives_a_generation_task(
 ) -> None:
     repo, db = mined
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     report = curate(open_store(db), CurateRequest(backend="local", test_timeout=30, reruns=1))
     assert report.errors == {}
     with open_store(db).session() as s:

@@ -141,7 +141,6 @@ PYTHON_TESTS = [
 def test_docker_and_local_agree_on_python_projects(
     kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     project = PYTHON_PROJECTS[kind]
     local = _run("local", pytest_projects.write(tmp_path / "local", project), PYTHON_TESTS, "python")
     docker = _run("docker", pytest_projects.write(tmp_path / "docker", project), PYTHON_TESTS, "python")

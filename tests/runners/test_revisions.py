@@ -51,7 +51,6 @@ def test_two_stores_with_different_repositories_never_share_a_built_revision(
     """Both stores call their repository row 1 (the old folder name ``repo-1``); in the same work
     root their revisions are built in folders of their own."""
     work = tmp_path / "work"
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     built = {}
     for name, answer in (("alice", "1"), ("bob", "2")):
         repo = GitRepo(tmp_path / name / "calc")  # the same folder name, another repository

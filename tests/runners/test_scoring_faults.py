@@ -63,7 +63,6 @@ def test_where_the_gold_does_not_pass_no_agent_is_judged(
     """A task curated where the tests found what they need, scored where they do not: the gold
     fails there, so every agent's run is harness_fail — never exec_fail — and out of the rates."""
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     repo = GitRepo(tmp_path / "needs-env")
     test = (
         "import os\n\nfrom tools import {names}\n\n\n"
@@ -172,7 +171,6 @@ def test_sigkill_of_score_while_an_agent_runs_then_a_new_score_leaves_nothing_be
     env = {
         **os.environ,
         "COEVO_WORK": str(tmp_path / "work"),
-        "COEVO_VENVS": str(tmp_path / "venvs"),
         "TMPDIR": str(temporary),
     }
     for args in (("mine", str(tmp_path / "example")), ("curate", "--backend", "local", "--reruns", "1")):

@@ -112,7 +112,6 @@ def test_the_gold_check_measures_what_the_gold_detects(
     from tests.gitrepo import GitRepo
 
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    monkeypatch.setenv("COEVO_VENVS", str(tmp_path / "venvs"))
     old = "def area(width, height):\n    if width < 0:\n        return 0\n    return width * height\n"
     new = old.replace(
         "def area(width, height):\n",

@@ -196,7 +196,7 @@ def test_a_mined_commit_with_hostile_message_and_code_renders_as_text(
         "2026-03-02T10:00:00+00:00",
         {"calc.py": calc2, "tests/test_calc.py": test2},
     )
-    env = {**os.environ, "COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tmp_path / "venvs")}
+    env = {**os.environ, "COEVO_WORK": str(tmp_path / "work")}
     outputs = (
         "--db",
         str(tmp_path / "c.db"),
