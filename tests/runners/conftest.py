@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from coevo.example import write_example
 from runners.venvs import VENVS_ENV
+from tests.curation.histories import java_curation_history
+from tests.runners.judged import Curated, curated_copy
+from tests.shared import curated_once
 
 
 @pytest.fixture(scope="module")
@@ -17,3 +22,20 @@ def venvs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(VENVS_ENV, str(folder))
         yield folder
+
+
+@pytest.fixture(scope="module")
+def python_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
+    """The Python example curated once per run, copied for the module's cheats (one task per track)."""
+    root = tmp_path_factory.mktemp("py-adversaries")
+    shared = curated_once(tmp_path_factory, write_example, name="example")
+    yield curated_copy(root, shared)
+
+
+@pytest.fixture(scope="module")
+def java_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
+    """The Java curation history up to one task of each track, copied for the module's cheats."""
+    root = tmp_path_factory.mktemp("java-adversaries")
+    until = datetime(2024, 5, 5, tzinfo=UTC)  # one task of each track
+    shared = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until)
+    yield curated_copy(root, shared)

@@ -1,150 +1,39 @@
-"""Agents written to cheat, run for real: none gets a success, none changes what other runs read.
+"""Agents written to cheat, run for real on Python tasks: none gets a success, none changes what
+other runs read (the Java ones: test_adversaries_java.py, a file of its own so that xdist runs the
+two at once).
 
-Every agent here runs through `coevo score` in Docker on real curated tasks of both languages
-and both tracks (the Python example, the Java curation history). Before and after them the
-shared state is fingerprinted — the built worktrees, the venvs, the Maven repository, the
-agents' own folders — and must not change; the gold must still score 100 afterwards.
+Every agent here runs through `coevo score` in Docker on real curated tasks of both tracks (the
+Python example). Before and after them the shared state is fingerprinted — the built worktrees,
+the venvs, the Maven repository, the agents' own folders — and must not change; the gold must
+still score 100 afterwards.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
 import subprocess
-import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from sqlmodel import select
 
-from coevo.example import write_example
-from tasks import AgentRun, Task, open_store
-from tests.curation.histories import java_curation_history
 from tests.runners import adversaries as a
-from tests.shared import Shared, curated_once
-
-COEVO = str(Path(sys.executable).parent / "coevo")
-
-
-@dataclass
-class Curated:
-    """A store with one generation and one update task, and the folders scoring shares."""
-
-    root: Path
-    db: Path
-    env: dict[str, str]
-    tasks: dict[str, Task]
-    """By track."""
-
-    def fingerprint(self) -> dict[str, str]:
-        """Every file of the shared state: built worktrees, venvs, the Maven repository."""
-        found: dict[str, str] = {}
-        for name in ("COEVO_WORK", "COEVO_VENVS", "COEVO_M2"):
-            found |= fingerprint(Path(self.env[name]), prefix=name)
-        return found
-
-    def score(
-        self, agent: str, agents_file: Path | None = None, *args: str
-    ) -> subprocess.CompletedProcess[str]:
-        command = [COEVO, "score", "--agent", agent, "--db", str(self.db), "--timeout", "120", *args]
-        if agents_file is not None:
-            command += ["--agents-file", str(agents_file)]
-        return subprocess.run(
-            command, capture_output=True, text=True, env={**os.environ, **self.env}, check=False
-        )
-
-    def runs(self, agent: str) -> dict[str, AgentRun]:
-        """The agent's runs by track."""
-        with open_store(self.db).session() as session:
-            rows = session.exec(select(AgentRun).where(AgentRun.agent == agent)).all()
-        by_id = {task.id: track for track, task in self.tasks.items()}
-        return {by_id[run.task_id]: run for run in rows}
-
-
-def fingerprint(root: Path, prefix: str = "") -> dict[str, str]:
-    """Path → sha256 (files) or link target, without following links; lock files aside."""
-    found: dict[str, str] = {}
-    for folder, dirs, files in os.walk(root):
-        for name in files + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            path = os.path.join(folder, name)
-            if name.endswith(".lock"):
-                continue
-            key = f"{prefix}:{os.path.relpath(path, root)}"
-            if os.path.islink(path):
-                found[key] = "link:" + os.readlink(path)
-            else:
-                with open(path, "rb") as handle:
-                    found[key] = hashlib.sha256(handle.read()).hexdigest()
-    return found
-
-
-def _curated(root: Path, shared: Shared) -> Curated:
-    """``shared``'s store and built revisions copied into ``root``, with venvs and a Maven
-    repository of the module's own: every folder the cheats are checked not to change is its own."""
-    env = {
-        "COEVO_WORK": str(root / "work"),
-        "COEVO_VENVS": str(root / "venvs"),
-        "COEVO_M2": str(root / "m2"),
-    }
-    seed = root / "m2" / "org" / "example" / "seed" / "1.0" / "seed-1.0.jar"
-    seed.parent.mkdir(parents=True)
-    seed.write_bytes(b"a jar nobody may change")
-    db = root / "coevo.db"
-    shared.copy(root)
-    with open_store(db).session() as session:
-        tasks = {str(t.track): t for t in session.exec(select(Task)).all()}
-    assert set(tasks) == {"generation", "update"}, tasks
-    return Curated(root, db, env, tasks)
-
-
-@pytest.fixture(scope="module")
-def python_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    root = tmp_path_factory.mktemp("py-adversaries")
-    shared = curated_once(tmp_path_factory, write_example, name="example")
-    yield _curated(root, shared)
-
-
-@pytest.fixture(scope="module")
-def java_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    root = tmp_path_factory.mktemp("java-adversaries")
-    until = datetime(2024, 5, 5, tzinfo=UTC)  # one task of each track
-    shared = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until)
-    yield _curated(root, shared)
-
-
-def _no_success(run: AgentRun) -> None:
-    assert run.success_rate == 0.0 and not any(o["success"] for o in run.outcomes.values()), run.outcomes
-
-
-def _successful_but_not_strict(runs: dict[str, AgentRun]) -> None:
-    """Calling the changed code and asserting nothing: a success as published, never a strict one."""
-    assert {track: (run.success_rate, run.strict_success_rate) for track, run in runs.items()} == {
-        "generation": (1.0, 0.0),
-        "update": (1.0, 0.0),
-    }, {track: run.outcomes for track, run in runs.items()}
-
-
-ONCE = ("--reruns", "1")
-"""For agents whose cheat does not depend on being run again (the poisoner's and the coin's do)."""
-
-
-def _gold_is_perfect(curated: Curated, *args: str) -> None:
-    result = curated.score("gold", None, "--backend", "docker", *ONCE, *args)
-    assert result.returncode == 0, result.stderr
-    runs = curated.runs("gold")
-    rates = {track: (run.success_rate, run.strict_success_rate) for track, run in runs.items()}
-    assert rates == {"generation": (1.0, 1.0), "update": (1.0, 1.0)}, {t: r.outcomes for t, r in runs.items()}
+from tests.runners.judged import (
+    COEVO,
+    ONCE,
+    Curated,
+    fingerprint,
+    gold_is_perfect,
+    no_success,
+    successful_but_not_strict,
+)
 
 
 @pytest.mark.docker
 @pytest.mark.slow
 def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp_path: Path) -> None:
-    _gold_is_perfect(python_tasks)
+    gold_is_perfect(python_tasks)
     before = python_tasks.fingerprint()
     agents = a.write_agents(
         tmp_path,
@@ -168,15 +57,15 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
     for agent in ("thief", "sibling"):
         runs = python_tasks.runs(agent)
         for track, method in (("generation", "test_triangle"), ("update", "test_rectangle")):
-            _no_success(runs[track])
+            no_success(runs[track])
             message = runs[track].outcomes[method]["message"]
             assert "no gold found" in message, message
             # What it could reach held no test_triangle (generation) or only the old test_rectangle.
             assert "test_coevo_" not in message and "__pycache__" not in message, message
-    _successful_but_not_strict(python_tasks.runs("shallow"))
+    successful_but_not_strict(python_tasks.runs("shallow"))
     # Asserting nothing while mutants make the code raise; failing wherever a phase shows.
-    _successful_but_not_strict(python_tasks.runs("bare"))
-    _successful_but_not_strict(python_tasks.runs("sniffer"))
+    successful_but_not_strict(python_tasks.runs("bare"))
+    successful_but_not_strict(python_tasks.runs("sniffer"))
     for track, run in python_tasks.runs("sniffer").items():
         assert all(o["old"] != "fail" for o in run.outcomes.values()), (track, run.outcomes)
     # Garbled results: the agent's error, each task stored, nothing raised.
@@ -198,69 +87,7 @@ def test_python_cheats_get_nothing_and_change_nothing(python_tasks: Curated, tmp
         )
     assert python_tasks.fingerprint() == before
     assert fingerprint(tmp_path) == folders  # /agent is read-only
-    _gold_is_perfect(python_tasks, "--redo")
-
-
-@pytest.mark.docker
-@pytest.mark.maven
-@pytest.mark.slow
-def test_java_cheats_get_nothing_and_change_nothing(java_tasks: Curated, tmp_path: Path) -> None:
-    _gold_is_perfect(java_tasks)
-    before = java_tasks.fingerprint()
-    kinds = ("thief", "sibling", "poisoner", "shallow", "pit", "tells")
-    agents = a.write_agents(tmp_path, {kind: {"run.sh": a.COPY, **a.java_files(kind)} for kind in kinds})
-    for agent in kinds:
-        result = java_tasks.score(agent, agents, "--backend", "docker", *ONCE)
-        assert result.returncode == 0, (agent, result.stderr)
-    for agent in ("thief", "sibling"):
-        runs = java_tasks.runs(agent)
-        for track, method in (
-            ("generation", "SubtractorTest.testSubtract()"),
-            ("update", "GreeterTest.testGreet()"),
-        ):
-            _no_success(runs[track])
-            message = runs[track].outcomes[method]["message"]
-            assert "no gold found; tried: []" in message, message
-    _successful_but_not_strict(java_tasks.runs("shallow"))
-    # PIT's "no mutations" line forged, its minion ended, the focal class deleted, its report
-    # rewritten from a process of the test's own: nothing of it reaches strictness or MutOnPass.
-    tricked = java_tasks.runs("pit")
-    _successful_but_not_strict(tricked)
-    assert tricked["update"].mutation_on_pass == 0.0, tricked["update"].mutants
-    # The launcher's discovery line printed by a real test, javac quoting "error: file not found".
-    told = java_tasks.runs("tells")
-    assert set(told) == {"generation", "update"}, told  # no task skipped
-    assert (told["generation"].success_rate, told["update"].compile_fail_rate) == (1.0, 1.0), told
-    poisoned = java_tasks.runs("poisoner")
-    assert {track: run.pass_rate for track, run in poisoned.items()} == {"generation": 1.0, "update": 1.0}
-    assert java_tasks.fingerprint() == before
-    _gold_is_perfect(java_tasks, "--redo")
-
-
-@pytest.mark.maven
-@pytest.mark.slow
-def test_the_judge_tree_is_clean_on_the_host_too(
-    python_tasks: Curated, java_tasks: Curated, tmp_path: Path
-) -> None:
-    """A trusted agent on the host could read anything; still, the tree it is judged in holds no gold."""
-    agents = a.write_agents(
-        tmp_path,
-        {"sibling": {"run.sh": a.COPY, "test_shapes.py": a.PY_SIBLING, **a.java_files("sibling")}},
-    )
-    # On the host the agent works in its workspace: /agent is its folder there.
-    text = agents.read_text().replace("sh /agent/run.sh", f"sh {tmp_path / 'sibling' / 'run.sh'}")
-    agents.write_text(text)
-    (tmp_path / "sibling" / "run.sh").write_text(f'cp "{tmp_path / "sibling"}/$(basename "$1")" "$1"\n')
-    for curated, methods in (
-        (python_tasks, ("test_triangle", "test_rectangle")),
-        (java_tasks, ("SubtractorTest.testSubtract()", "GreeterTest.testGreet()")),
-    ):
-        result = curated.score("sibling", agents, "--backend", "local", "--trust-agent", *ONCE)
-        assert result.returncode == 0, result.stderr
-        runs = curated.runs("sibling")
-        for (track, run), method in zip(sorted(runs.items()), methods, strict=True):
-            _no_success(run)
-            assert "no gold found" in run.outcomes[method]["message"], (track, run.outcomes)
+    gold_is_perfect(python_tasks, "--redo")
 
 
 @pytest.mark.docker
@@ -293,7 +120,7 @@ def test_what_the_agent_leaves_is_read_safely(python_tasks: Curated, tmp_path: P
     host_secret = os.environ.get("PATH", "")
     for agent, message in said.items():
         for track, run in python_tasks.runs(agent).items():
-            _no_success(run)
+            no_success(run)
             assert all(message in o["message"] for o in run.outcomes.values()), (agent, track, run.outcomes)
             stored = run.diff + run.log + json.dumps(run.outcomes)
             assert host_secret not in stored and "SQLite format" not in stored and len(stored) < 100_000
