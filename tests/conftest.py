@@ -35,6 +35,10 @@ def _venvs_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    # Files holding a slow test start first (each file stays whole, in its order): xdist hands
+    # files out in this order, so no worker is left running a long one alone at the end.
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.path not in slow_files)
     browser_items = [item for item in items if item.get_closest_marker("browser")]
     # CI sets COEVO_REQUIRE_BROWSER: there a missing Chromium is a failure, never a skip.
     if browser_items and not os.environ.get("COEVO_REQUIRE_BROWSER") and not os.access(CHROMIUM, os.X_OK):

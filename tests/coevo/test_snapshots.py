@@ -374,6 +374,7 @@ def results(db: Path) -> dict[tuple[str, str], object]:
         }
 
 
+@pytest.mark.slow
 def test_an_imported_store_scores_as_the_original_with_the_history_given(
     curated: Curated, tmp_path: Path
 ) -> None:
