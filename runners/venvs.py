@@ -61,7 +61,7 @@ import subprocess
 import tempfile
 import time
 import tomllib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
@@ -579,17 +579,12 @@ def _ensure(
 ) -> VenvBuild:
     """The venv ``key`` of ``spec``, built unless its marker says it is ready."""
     venv = root / key
-    if not (venv / MARKER).is_file():
-        root.mkdir(parents=True, exist_ok=True)
-        with _locked(root / f"{key}.lock", deadline):
-            if not (venv / MARKER).is_file():  # else another process finished it while we waited
-                if venv.exists():
-                    shutil.rmtree(venv)  # an unfinished build: no marker
-                try:
-                    _build(venv, spec, found, worktree, sandbox or LocalSandbox(worktree), deadline)
-                except BaseException:
-                    shutil.rmtree(venv, ignore_errors=True)
-                    raise
+    _made_once(
+        venv,
+        MARKER,
+        deadline,
+        lambda: _build(venv, spec, found, worktree, sandbox or LocalSandbox(worktree), deadline),
+    )
     marker = _marker(venv)
     tools = marker.get("tools") or {}
     return VenvBuild(
@@ -722,28 +717,39 @@ def _seed(root: Path, found: FoundPython, sandbox: Sandbox, deadline: float) -> 
     for name in _RESOLUTION_SETTINGS:
         digest.update(f"{name}={os.environ.get(name, '')}".encode() + b"\0")
     seed = root / f"{_SEED_PREFIX}{digest.hexdigest()[:16]}"
-    if (seed / _SEED_MARKER).is_file():
-        return seed
-    root.mkdir(parents=True, exist_ok=True)
-    with _locked(root / f"{seed.name}.lock", deadline):
-        if (seed / _SEED_MARKER).is_file():  # another process made it while we waited
-            return seed
-        shutil.rmtree(seed, ignore_errors=True)  # an unfinished one
-        seed.mkdir()
-        try:
-            with sandbox.writable((seed,)) as maker:
-                created = maker.exec([str(found.path), "-m", "venv", str(seed)], timeout=_left(deadline))
-                if not created.ok:
-                    why = _pip_error(created)
-                    raise VenvBuildFailed(f"cannot create a venv with {found.path}: {why}", created)
-                pip = f"pip=={pip_pin(found.version)}"
-                argv = [str(venv_python(seed)), "-m", "pip", "install", pip]
-                _pip(maker, argv, pip_env(), str(seed), deadline, pip)
-        except BaseException:
-            shutil.rmtree(seed, ignore_errors=True)
-            raise
-        write_beneath(seed, _SEED_MARKER, json.dumps({"python": str(found.path), "pip": pip}).encode())
+    _made_once(seed, _SEED_MARKER, deadline, lambda: _make_seed(seed, found, sandbox, deadline))
     return seed
+
+
+def _make_seed(seed: Path, found: FoundPython, sandbox: Sandbox, deadline: float) -> None:
+    seed.mkdir()  # mounted writable in Docker: it must exist first
+    pip = f"pip=={pip_pin(found.version)}"
+    with sandbox.writable((seed,)) as maker:
+        created = maker.exec([str(found.path), "-m", "venv", str(seed)], timeout=_left(deadline))
+        if not created.ok:
+            raise VenvBuildFailed(f"cannot create a venv with {found.path}: {_pip_error(created)}", created)
+        _pip(
+            maker, [str(venv_python(seed)), "-m", "pip", "install", pip], pip_env(), str(seed), deadline, pip
+        )
+    write_beneath(seed, _SEED_MARKER, json.dumps({"python": str(found.path), "pip": pip}).encode())
+
+
+def _made_once(folder: Path, marker: str, deadline: float, make: Callable[[], None]) -> None:
+    """``make()`` builds ``folder`` (writing ``marker`` in it last) unless the marker says it is
+    built: a lock beside it keeps two processes from building it at once, and what a failed or
+    interrupted build left (a folder without the marker) is removed first and on failure."""
+    if (folder / marker).is_file():
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(folder.parent / f"{folder.name}.lock", deadline):
+        if (folder / marker).is_file():  # another process built it while we waited
+            return
+        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            make()
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise
 
 
 def _clone(seed: Path, venv: Path) -> None:

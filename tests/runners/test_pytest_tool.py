@@ -620,7 +620,7 @@ def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(tmp_p
     assert len(installs) == 3
     # Every venv is a copy of one seed (the interpreter's venv with its pip pinned), made once,
     # whose copies name their own folder: their pip runs from and installs into them.
-    assert [seed.name[:6] for seed in venv.parent.glob(".seed-*") if seed.is_dir()] == [".seed-"]
+    assert len([seed for seed in venv.parent.glob(".seed-*") if seed.is_dir()]) == 1
     for made in (venv, other):
         assert (made / "bin" / "pip").read_text().startswith(f"#!{made}/bin/python")
         said = subprocess.run([made / "bin" / "pip", "--version"], capture_output=True, text=True, check=True)
