@@ -15,9 +15,8 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydriller import Git
 from sqlalchemy import Table, delete
 from sqlmodel import Session, SQLModel, col, select
 
@@ -55,6 +54,9 @@ from .source import (
     repository_identity,
     repository_name,
 )
+
+if TYPE_CHECKING:
+    from pydriller import Git
 
 _PARALLEL_FROM = 300
 _SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
@@ -251,6 +253,8 @@ class Miner:
     @property
     def pydriller(self) -> Git:
         if self._git is None:
+            from pydriller import Git  # deferred: only pairs' diffs need it, not every command
+
             self._git = Git(str(self.path))
         return self._git
 

@@ -24,10 +24,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from sqlmodel import Session, col, select
 
 from .errors import CoevoError
@@ -43,6 +41,9 @@ from .models import (
 )
 from .store import Store
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 SCHEMA_VERSION = 1
 """The version of the snapshot layout this coevo writes; it reads this one and older ones."""
 TASKS_JSONL, TASKS_PARQUET, RECORDS_PARQUET = "tasks.jsonl", "tasks.parquet", "records.parquet"
@@ -51,8 +52,10 @@ _REQUIRED = (TASKS_JSONL, TASKS_PARQUET, RECORDS_PARQUET, CARD, CHANGELOG)
 _BATCH = 1000
 _HASH_CHARS = 12
 
-_TEXT, _LIST = pa.string(), pa.list_(pa.string())
-TASK_FIELDS: dict[str, tuple[pa.DataType, str]] = {
+_TEXT, _LIST, _BOOL = "string", "list<string>", "bool"
+"""Column types by name: pyarrow is imported by the commands that write or read Parquet only
+(it costs every other command's start-up a quarter of a second)."""
+TASK_FIELDS: dict[str, tuple[str, str]] = {
     "id": (_TEXT, "Stable task id: a hash of the repository's identity, revisions, test file and track."),
     "track": (_TEXT, "`generation` (write new tests) or `update` (repair broken tests)."),
     "language": (_TEXT, "`java` or `python`."),
@@ -83,9 +86,9 @@ TASK_FIELDS: dict[str, tuple[pa.DataType, str]] = {
     "installed": (_TEXT, "JSON: what each revision's build resolved."),
     "matrix": (_TEXT, "JSON: per method, the 4-way matrix cells (OO, ON, NO, NN) with every rerun."),
     "matrix_summary": (_TEXT, "JSON: per method, each cell's outcome."),
-    "flaky": (pa.bool_(), "Whether any cell's reruns disagreed."),
+    "flaky": (_BOOL, "Whether any cell's reruns disagreed."),
 }
-RECORD_FIELDS: dict[str, tuple[pa.DataType, str]] = {
+RECORD_FIELDS: dict[str, tuple[str, str]] = {
     "repository": (_TEXT, "The repository's short name."),
     "repository_identity": (_TEXT, "Its identity, as for tasks."),
     "rev1": (_TEXT, "The commit before the change."),
@@ -101,9 +104,15 @@ RECORD_FIELDS: dict[str, tuple[pa.DataType, str]] = {
     "cells": (_TEXT, "JSON: the matrix cells it ran."),
     "focal": (_TEXT, "JSON: its focal methods."),
 }
-_TASK_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in TASK_FIELDS.items()])
-_RECORD_SCHEMA = pa.schema([(name, kind) for name, (kind, _) in RECORD_FIELDS.items()])
 _JSON_FIELDS = ("focal_methods", "env_spec", "build_records", "installed", "matrix", "cells", "focal")
+
+
+def _schema(fields: dict[str, tuple[str, str]]) -> pa.Schema:
+    import pyarrow as pa  # deferred: see _TEXT
+
+    types = {_TEXT: pa.string(), _LIST: pa.list_(pa.string()), _BOOL: pa.bool_()}
+    return pa.schema([(name, types[kind]) for name, (kind, _) in fields.items()])
+
 
 GivenFile = Callable[[Task, Repository], str | None]
 """The test file the agent starts from for a task not imported from a snapshot: scoring's reset."""
@@ -331,6 +340,10 @@ def _task_rows(session: Session, options: ExportOptions, given: GivenFile | None
 def _write_tasks(
     store: Store, folder: Path, options: ExportOptions, given: GivenFile | None
 ) -> dict[str, Any]:
+    import pyarrow as pa  # deferred: see _TEXT
+    import pyarrow.parquet as pq
+
+    schema = _schema(TASK_FIELDS)
     by: dict[str, Counter[str]] = {
         k: Counter() for k in ("track", "language", "repository", "half_year", "status")
     }
@@ -340,7 +353,7 @@ def _write_tasks(
     with (
         store.session() as session,
         (folder / TASKS_JSONL).open("w", encoding="utf-8") as jsonl,
-        pq.ParquetWriter(folder / TASKS_PARQUET, _TASK_SCHEMA) as parquet,
+        pq.ParquetWriter(folder / TASKS_PARQUET, schema) as parquet,
     ):
         for batch in _batches(_task_rows(session, options, given)):
             for row in batch:
@@ -355,7 +368,7 @@ def _write_tasks(
                                    ("status", row["status"])):  # fmt: skip
                     by[key][value] += 1
                 licences[row["repository"]] = row["licence"]
-            parquet.write_table(pa.Table.from_pylist(batch, schema=_TASK_SCHEMA))
+            parquet.write_table(pa.Table.from_pylist(batch, schema=schema))
     if swebench is not None:
         swebench.close()
     counts: dict[str, Any] = {"tasks": sum(by["track"].values())}
@@ -379,6 +392,10 @@ def _batches(rows: Iterable[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
 
 
 def _write_records(store: Store, folder: Path, options: ExportOptions) -> int:
+    import pyarrow as pa  # deferred: see _TEXT
+    import pyarrow.parquet as pq
+
+    schema = _schema(RECORD_FIELDS)
     query = (
         select(CurationRecord, Candidate, RevisionPair, Repository)
         .join(Candidate, col(CurationRecord.candidate_id) == Candidate.id)
@@ -393,7 +410,7 @@ def _write_records(store: Store, folder: Path, options: ExportOptions) -> int:
         )
     )
     total = 0
-    with store.session() as session, pq.ParquetWriter(folder / RECORDS_PARQUET, _RECORD_SCHEMA) as parquet:
+    with store.session() as session, pq.ParquetWriter(folder / RECORDS_PARQUET, schema) as parquet:
         rows = (
             {
                 "repository": repo.name,
@@ -414,7 +431,7 @@ def _write_records(store: Store, folder: Path, options: ExportOptions) -> int:
             for record, candidate, pair, repo in session.exec(query.execution_options(yield_per=_BATCH))
         )
         for batch in _batches(rows):
-            parquet.write_table(pa.Table.from_pylist(batch, schema=_RECORD_SCHEMA))
+            parquet.write_table(pa.Table.from_pylist(batch, schema=schema))
             total += len(batch)
     return total
 
@@ -723,6 +740,9 @@ def verify_snapshot(folder: Path) -> dict[str, Any]:
 
 
 def _parquet_rows(path: Path, folder: Path) -> Iterator[dict[str, Any]]:
+    import pyarrow as pa  # deferred: see _TEXT
+    import pyarrow.parquet as pq
+
     try:
         reader = pq.ParquetFile(path)
         for batch in reader.iter_batches(batch_size=_BATCH):
