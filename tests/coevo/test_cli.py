@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from coevo.cli import app, main
 from tests.gitrepo import GitRepo
@@ -21,11 +22,20 @@ def coevo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[st
     return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, check=False)
 
 
+def test_the_console_script_lists_every_command() -> None:
+    result = coevo("--help")
+    assert result.returncode == 0, result.stderr
+    listed = {line.split()[0] for line in result.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(app.commands)
+
+
 @pytest.mark.parametrize("command", sorted(app.commands))
 def test_every_command_has_help_with_an_example(command: str) -> None:
-    result = coevo(command, "--help")
-    assert result.returncode == 0
-    assert "Example: coevo " + command in " ".join(result.stdout.split())
+    """The help click renders for each command (in this process: the console script's own start is
+    the test above)."""
+    result = CliRunner().invoke(app, [command, "--help"], prog_name="coevo")
+    assert result.exit_code == 0, result.output
+    assert "Example: coevo " + command in " ".join(result.output.split())
 
 
 def test_not_a_repository_is_one_line(tmp_path: Path) -> None:
