@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sqlite3
 import subprocess
 from collections.abc import Iterator
@@ -323,15 +324,28 @@ def _disagreeing(folder: Path) -> str:
     return "tasks.parquet"
 
 
+@pytest.fixture(scope="module")
+def imported(curated: Curated, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A store that imported the snapshot of the first two days, and the newer snapshot of all
+    three: what each damaged copy below is tried against."""
+    root = tmp_path_factory.mktemp("bad-snapshots")
+    older = export(curated.db, root / "snaps", "--until", "2026-09-02")
+    db = root / "store.db"
+    assert coevo("verify", str(older)).returncode == 0
+    assert coevo("import", str(older), "--db", str(db)).returncode == 0
+    newer = export(curated.db, root / "snaps")
+    assert coevo("verify", str(newer)).returncode == 0  # whole before each test damages a copy
+    return db, newer
+
+
 @pytest.mark.parametrize("damage", [_one_byte, _missing, _not_json, _newer_schema, _disagreeing])
 def test_a_bad_snapshot_names_its_file_and_imports_nothing(
-    curated: Curated, tmp_path: Path, damage: object
+    imported: tuple[Path, Path], tmp_path: Path, damage: object
 ) -> None:
-    folder = export(curated.db, tmp_path / "snaps", "--until", "2026-09-02")
-    db = tmp_path / "store.db"
-    assert coevo("verify", str(folder)).returncode == 0
-    assert coevo("import", str(folder), "--db", str(db)).returncode == 0
-    newer = export(curated.db, tmp_path / "snaps")
+    shared_db, shared_newer = imported
+    db, newer = tmp_path / "store.db", tmp_path / shared_newer.name
+    copy_store(shared_db, db)
+    shutil.copytree(shared_newer, newer)
     before = dump(db)
     bad = damage(newer)  # type: ignore[operator]
     for command in ("verify", "import"):
