@@ -72,7 +72,9 @@ def _curated(
         repo = history(root / "calc")
         db = root / "coevo.db"
         _mine(repo, db, language)
-        report = curate(open_store(db), CurateRequest(backend="local", test_timeout=TEST_TIMEOUT, workers=1))
+        # Two runs a cell show the flaky test (it alternates); the third of the default adds nothing here.
+        request = CurateRequest(backend="local", test_timeout=TEST_TIMEOUT, workers=1, reruns=2)
+        report = curate(open_store(db), request)
         assert report.errors == {}
         assert report.run.status == "completed"
         yield Curated(repo, db, root / "work", language, expected)
@@ -185,7 +187,7 @@ def _check_everything(curated: Curated) -> None:
     assert "Hello, " in upd["production_diff"] and "Hello, Bob!" in upd["gold_patch"]
     assert gen["env_spec"]["language"] == curated.language
     method = gen["test_methods"][0]
-    assert gen["matrix"][method]["NN"] == {"outcome": "pass", "runs": ["pass"] * 3, "message": ""}
+    assert gen["matrix"][method]["NN"] == {"outcome": "pass", "runs": ["pass"] * 2, "message": ""}
     assert (
         gen["matrix"][method]["NO"]["outcome"] == "compile_error" and gen["matrix"][method]["NO"]["message"]
     )
@@ -285,7 +287,7 @@ def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
     assert "curation: completed" in final.stdout
 
     assert _labels(python_curated, db) == expected
-    # Both tasks are in the window; one run each here against three there.
+    # Both tasks are in the window; one run each here against two there.
     assert _tasks(db, runs=False) == _tasks(python_curated.db, runs=False)
 
 
