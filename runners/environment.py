@@ -32,6 +32,7 @@ from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_JDKS,
     IMAGE_JDKS_SOURCE,
+    IMAGE_PER_TEST_COVERAGE,
     IMAGE_PIT,
     ImagePlan,
     base_image_plan,
@@ -320,6 +321,7 @@ def prepare_environment(
         maven_args=build_args,
         repo_tail=",".join([IMAGE_DEPS_REPO, _IMAGE_SHARED_M2] if build_files else [_IMAGE_SHARED_M2]),
         pit_dir=IMAGE_PIT,
+        per_test_folder=IMAGE_PER_TEST_COVERAGE,
     )
     shared = (Mount(Path(maven_repository()), _IMAGE_SHARED_M2),)
     environment = Environment(

@@ -30,7 +30,7 @@ from .envspec import EnvSpec
 from .jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
 from .scratch import temporary_dir
-from .tools import PIT_JUNIT5_VERSION, PIT_VERSION
+from .tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, PIT_JUNIT5_VERSION, PIT_VERSION, TOOLS
 
 DEFAULT_FROM = "debian:bookworm-slim"
 CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
@@ -41,6 +41,8 @@ IMAGE_DEPS_BUILD = "/opt/coevo/deps-build"
 _DEPS_SETTINGS = ".coevo-maven-settings.xml"
 _DEPS_TIMEOUT = 3600.0
 IMAGE_PIT = "/opt/coevo/pit/lib"
+IMAGE_PER_TEST_COVERAGE = "/opt/coevo/per-test-coverage"
+"""The per-test coverage listener, compiled by the image's JDK when it is built."""
 """PIT's command line and its dependencies, one jar each, in Java base images."""
 PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
 # What Debian bookworm packages: one Python serves every older request.
@@ -147,12 +149,19 @@ def base_image_plan(
         if maven_archive is not None:
             context.append(("tools/maven.tar.gz", maven_archive))
         files.append(("pit/pom.xml", _templates.get_template("pit-pom.xml.j2").render(**PIT).encode()))
+        per_test_jars = [TOOLS[name].file_name for name in PER_TEST_COVERAGE_JARS]
+        if not set(per_test_jars) <= set(jars):
+            per_test_jars = []  # an image without coevo's tools gets no listener
+        else:
+            files.append(("tools/PerTestCoverage.java", PER_TEST_COVERAGE_SOURCE.read_bytes()))
         values: dict[str, Any] = {
             "jdk": jdk,
             "tools_java": image_tools_java(jdk),
             "tool_jars": sorted(jars),
             "maven_archive": maven_archive is not None,
             "pit_dir": IMAGE_PIT,
+            "per_test_dir": IMAGE_PER_TEST_COVERAGE,
+            "per_test_jars": per_test_jars,
         }
         template, key = "java.Dockerfile.j2", f"java{jdk}"
     elif spec.language == "python":

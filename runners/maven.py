@@ -19,7 +19,6 @@ import re
 import shutil
 import time
 import uuid
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,7 +49,7 @@ from .results import (
     without_roots,
 )
 from .sandbox import ExecResult, Sandbox, UnsafePath, read_beneath
-from .tools import MAVEN_VERSION, maven_home, tool_jar
+from .tools import MAVEN_VERSION, maven_home, per_test_coverage, tool_jar
 
 M2_ENV = "COEVO_M2"
 """The shared local Maven repository; ``~/.m2/repository`` when unset."""
@@ -253,6 +252,8 @@ class MavenTool:
     ``repo_tail`` is a read-only repository searched after ``maven_repo`` (the deps image's);
     ``pit_dir`` holds PIT's jars as the sandbox sees them (default: resolved on this host);
     ``tools_jdk`` runs PIT when ``jdk`` is older than the Java 11 it needs (default: an installed one).
+    ``per_test_folder`` holds the compiled per-test coverage listener as the sandbox sees it
+    (default: compiled on this host by ``jdk``, :func:`~runners.tools.per_test_coverage`).
     """
 
     name = "maven"
@@ -268,6 +269,7 @@ class MavenTool:
         plan: JdkPlan | None = None,
         maven: str | None = None,
         tools_jdk: Jdk | None = None,
+        per_test_folder: str | None = None,
     ) -> None:
         self._maven_repo = maven_repo
         self._repo_tail = repo_tail
@@ -278,6 +280,7 @@ class MavenTool:
         self._plan = plan
         self._maven = maven
         self._tools_jdk = tools_jdk
+        self._per_test_folder = per_test_folder
 
     def toolchain(self, spec: EnvSpec) -> tuple[Jdk, JdkPlan]:
         """The JDK that builds and runs ``spec``'s revision, and the plan that chose it (on the host,
@@ -410,8 +413,9 @@ class MavenTool:
         ``module`` is where the tests live (found from the compiled classes when None; pass it
         with ``extra_classpath`` in multi-module projects). ``extra_classpath``
         (worktree-relative or absolute) goes first, ahead of the module's own classes.
-        ``timeout`` bounds each launcher run: one for all tests, or one per test with
-        ``coverage`` (then each test also gets its covered lines).
+        ``timeout`` bounds each launcher run: one for all tests of a module. With ``coverage`` each
+        test also gets its covered lines, taken between tests in that one JVM; a test the run
+        did not measure (it hung or ended the JVM, or came after one that did) runs again alone.
         """
         jdk, _ = self.toolchain(spec)
         extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
@@ -431,15 +435,38 @@ class MavenTool:
                 groups.setdefault(found[0], []).append(found[1])
         for test_module, ids in groups.items():
             classpath = [*extra, *built[test_module]]
-            batches = [[test_id] for test_id in ids] if coverage else [ids]
-            scope = self._coverage_scope(sandbox, classpath) if coverage else None
-            for batch in batches:
-                launch = self._launch(sandbox, jdk, test_module, classpath, batch, timeout, scope)
+            if not coverage:
+                launch = self._launch(sandbox, jdk, test_module, classpath, ids, timeout, None)
                 log = launch.log
-                for test_id in batch:
-                    results[test_id.requested] = _outcome(test_id, launch)
-                if scope is not None:
-                    coverages[batch[0].requested] = self._coverage(sandbox, jdk, launch, scope, test_module)
+                results.update((test_id.requested, _outcome(test_id, launch)) for test_id in ids)
+                continue
+            # All in one JVM, each test's lines taken between tests by the listener; what that run
+            # did not measure (a test that hung or ended the JVM, and those after it) runs alone,
+            # the same way. Every coverage run is alike, whichever phase or how many tests.
+            scope = self._coverage_scope(sandbox, classpath)
+            helper = self._per_test_coverage(jdk)
+            launch, measured = self._measured(
+                sandbox, jdk, test_module, classpath, ids, timeout, scope, helper
+            )
+            log = launch.log
+            alone: list[_TestId] = []
+            for test_id in ids:
+                result = _outcome(test_id, launch)
+                if len(ids) == 1 or (
+                    test_id.reported in launch.results
+                    and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
+                ):
+                    results[test_id.requested] = result
+                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                else:
+                    alone.append(test_id)
+            for test_id in alone:
+                launch, measured = self._measured(
+                    sandbox, jdk, test_module, classpath, [test_id], timeout, scope, helper
+                )
+                log = launch.log
+                results[test_id.requested] = _outcome(test_id, launch)
+                coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
         ordered = tuple(results[test] for test in dict.fromkeys(tests))
         return TestRun(results=ordered, coverage=coverages, log=log)
 
@@ -603,7 +630,7 @@ class MavenTool:
             return result
         deadline = time.monotonic() + max(timeout - log.duration, 60.0)
         # The control run: the scored tests once more, unmutated, from the same folder, as the
-        # run on the new code ran them (each in a JVM of its own, with the coverage agent).
+        # run on the new code ran them (in one JVM, with the coverage agent).
         try:
             control = self.run_tests(
                 sandbox, spec, tests, _left(deadline), coverage=True, module=module,
@@ -630,52 +657,63 @@ class MavenTool:
         deadline: float,
     ) -> dict[str, tuple[str, ...]]:
         """For each test PIT credits with a kill, whether its own check fails under one of those
-        mutants (at most :data:`CONFIRMED_MUTANTS` tried): the test runs again as on the new code,
-        with the mutant's class (PIT's export) written over the original, and a failure counts
+        mutants (at most :data:`CONFIRMED_MUTANTS` tried): the scored tests run again as on the
+        new code (together, in one JVM, once per mutant), with the mutant's class (PIT's
+        export) written over the original, and a test's failure counts
         when it is an assertion (the launcher's report says ``failure`` only for an
         AssertionError) not thrown by the project's production code. PIT cannot tell that, and
         its minion is not the launcher: a test that fails only under PIT gets no evidence.
         ``exported``: the mutants' classes by identity. Returns the mutants'
         :attr:`~runners.mutation.Mutant.ident` with the tests confirmed."""
         confirmed: dict[str, list[str]] = {}
+        under: dict[str, dict[str, TestResult]] = {}
         for test in tests:
             killed = [m for m in result.mutants if m.status == "KILLED" and test in m.killing_tests]
             for mutant in _spread(killed)[:CONFIRMED_MUTANTS]:
                 mutated = exported.get(mutant.ident)
-                if mutated is None or time.monotonic() > deadline:
-                    continue
-                if self._check_fails(sandbox, spec, mutated, mutant, test, module, extra_classpath, deadline):
+                if mutant.ident not in under:
+                    if mutated is None or time.monotonic() > deadline:
+                        continue
+                    under[mutant.ident] = self._under_mutant(
+                        sandbox, spec, mutated, mutant, tests, module, extra_classpath, deadline
+                    )
+                if self._own_check_failed(sandbox, spec, under[mutant.ident].get(test)):
                     confirmed.setdefault(mutant.ident, []).append(test)
                     break
         return {ident: tuple(found) for ident, found in confirmed.items()}
 
-    def _check_fails(
+    def _under_mutant(
         self,
         sandbox: Sandbox,
         spec: EnvSpec,
         mutated: bytes,
         mutant: Mutant,
-        test: str,
+        tests: Sequence[str],
         module: str,
         extra_classpath: Sequence[str],
         deadline: float,
-    ) -> bool:
+    ) -> dict[str, TestResult]:
+        """The scored tests' results with the mutant's class written over the original: all of
+        them in one run, as on the new code (none when the class or the run fails)."""
         target = self._class_file(sandbox, spec, mutant.class_name)
         original = sandbox.read_file(target) if target else None
         if target is None or original is None:
-            return False
+            return {}
         try:
             sandbox.write_file(target, mutated)
             run = self.run_tests(
-                sandbox, spec, [test], _left(deadline), coverage=True, module=module,
+                sandbox, spec, tests, _left(deadline), coverage=True, module=module,
                 extra_classpath=extra_classpath,
             )  # fmt: skip
         except (LauncherFailed, UnsafePath):
-            return False
+            return {}
         finally:
             with contextlib.suppress(UnsafePath):
                 sandbox.write_file(target, original)
-        found = next((r for r in run.results if r.test == test), None)
+        return {r.test: r for r in run.results}
+
+    def _own_check_failed(self, sandbox: Sandbox, spec: EnvSpec, found: TestResult | None) -> bool:
+        """Whether a test failed on an assertion not thrown by the project's production code."""
         if found is None or found.outcome != Outcome.FAIL:
             return False
         thrower = found.frames[0].rsplit(":", 1)[0] if found.frames else ""
@@ -746,18 +784,26 @@ class MavenTool:
         tests: Sequence[_TestId],
         timeout: float,
         scope: _CoverageScope | None,
+        per_test: str | None = None,
     ) -> _Launch:
+        """One console launcher run of ``tests``; with ``scope``, under JaCoCo's agent, whose data
+        ``per_test`` (the listener's class folder) takes after each test into the run folder's
+        ``per-test`` folder (:meth:`_per_test_lines` reads it)."""
         run = f"{STATE_DIR}/runs/{uuid.uuid4().hex}"
         run_dir = _absolute(sandbox.workdir, run)
         console = self._tool_path(_console_tool(classpath))
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
-        classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
-        basedir = _absolute(sandbox.workdir, module)
         agent = []
         if scope is not None:
+            assert per_test is not None, "coverage is taken by the per-test listener"
+            jvm_classpath.append(per_test)
             agent_jar = self._tool_path("jacoco-agent")
-            options = f"destfile={run_dir}/jacoco.exec,append=false,includes={scope.includes}"
-            agent = [f"-javaagent:{agent_jar}={options}"]
+            agent = [
+                f"-javaagent:{agent_jar}=output=none,includes={scope.includes}",
+                f"-Dcoevo.coverage.dir={run_dir}/per-test",
+            ]
+        classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
+        basedir = _absolute(sandbox.workdir, module)
         command = [
             str(jdk.java),
             *QUICK_JVM,
@@ -829,58 +875,68 @@ class MavenTool:
         includes = "*" if "*" in packages else ":".join(sorted(packages)) or "*"
         return _CoverageScope(tuple(folder for folder in candidates if folder in found), includes)
 
-    def _coverage(
+    def _per_test_coverage(self, jdk: Jdk) -> str:
+        """The listener's class folder for ``jdk``: the image's, or compiled on the host."""
+        return self._per_test_folder or str(per_test_coverage(jdk.javac, jdk.feature))
+
+    def _measured(
         self,
         sandbox: Sandbox,
         jdk: Jdk,
-        launch: _Launch,
-        scope: _CoverageScope,
         module: str,
-    ) -> Coverage:
-        """The lines the launch covered, per repository file, read from a JaCoCo XML report."""
-        classes_dirs: Sequence[str] = scope.classes_dirs
+        classpath: Sequence[str],
+        tests: Sequence[_TestId],
+        timeout: float,
+        scope: _CoverageScope,
+        helper: str,
+    ) -> tuple[_Launch, dict[str, Coverage]]:
+        """One launcher run of ``tests`` under the coverage agent, and each measured test's lines."""
+        launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope, helper)
+        return launch, self._per_test_lines(sandbox, jdk, launch, scope, helper)
+
+    def _per_test_lines(
+        self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope, helper: str
+    ) -> dict[str, Coverage]:
+        """Each measured test's covered lines (by reported id), read in one JVM from what the
+        listener took in ``launch``; empty when it took nothing or its data cannot be read."""
         try:
-            if launch.log.timed_out:  # the killed JVM wrote no coverage data
-                return Coverage()
-            report = self._jacoco_report(sandbox, jdk, launch.run_dir, classes_dirs)
-            if report is None:
-                # Two modules holding the same class name make JaCoCo refuse the set: keep the test's own.
-                own = _absolute(sandbox.workdir, _in_module(module, "target/classes"))
-                classes_dirs = [folder for folder in classes_dirs if folder == own]
-                report = self._jacoco_report(sandbox, jdk, launch.run_dir, classes_dirs)
-            if report is None:
-                return Coverage()
-            return Coverage(self._covered_files(sandbox, report, classes_dirs))
+            if launch.log.timed_out:
+                return {}
+            lines = f"{launch.run_dir}/lines.tsv"
+            command = [
+                str(jdk.java), *QUICK_JVM, "-cp", f"{helper}:{self._tool_path('jacoco-cli')}",
+                "coevo.coverage.PerTestCoverage$Lines", f"{launch.run_dir}/per-test", lines,
+                *scope.classes_dirs,
+            ]  # fmt: skip
+            if not sandbox.exec(command, 300).ok:
+                return {}
+            data = _read_absolute(sandbox, lines)
+            if data is None:
+                return {}
+            modules = _modules_of(sandbox, scope.classes_dirs)
+            paths: dict[str, str | None] = {}
+            measured: dict[str, dict[str, frozenset[int]]] = {}
+            covered: dict[str, frozenset[int]] = {}
+            for line in data.decode("utf-8", "replace").splitlines():
+                first, _, rest = line.partition("\t")
+                if first == "T":
+                    class_name, _, method = rest.partition("#")
+                    covered = measured.setdefault(f"{class_name}#{method.split('[')[0]}", {})
+                    continue
+                if first not in paths:
+                    package, _, source = first.rpartition("/")
+                    paths[first] = next(
+                        (path for path in _source_candidates(modules, package, source)
+                         if sandbox.read_file(path) is not None),
+                        None,
+                    )  # fmt: skip
+                path = paths[first]
+                if path is not None and rest:
+                    numbers = frozenset(int(number) for number in rest.split(",") if number.isdigit())
+                    covered[path] = covered.get(path, frozenset()) | numbers
+            return {test: Coverage(files) for test, files in measured.items()}
         finally:
             sandbox.exec(["rm", "-rf", launch.run_dir], 60)
-
-    def _jacoco_report(
-        self, sandbox: Sandbox, jdk: Jdk, run_dir: str, classes_dirs: Sequence[str]
-    ) -> bytes | None:
-        if not classes_dirs:
-            return None
-        command = [str(jdk.java), "-jar", self._tool_path("jacoco-cli"), "report", f"{run_dir}/jacoco.exec"]
-        for folder in classes_dirs:
-            command += ["--classfiles", folder]
-        command += ["--xml", f"{run_dir}/jacoco.xml", "--quiet"]
-        if not sandbox.exec(command, 300).ok:
-            return None
-        return _read_absolute(sandbox, f"{run_dir}/jacoco.xml")
-
-    def _covered_files(
-        self, sandbox: Sandbox, report: bytes, classes_dirs: Sequence[str]
-    ) -> dict[str, frozenset[int]]:
-        prefix = sandbox.workdir.rstrip("/") + "/"
-        modules = [
-            folder[len(prefix) :].removesuffix("target/classes").rstrip("/") for folder in classes_dirs
-        ]
-        covered: dict[str, frozenset[int]] = {}
-        for package, source, lines in _jacoco_lines(report):
-            for path in _source_candidates(modules, package, source):
-                if sandbox.read_file(path) is not None:
-                    covered[path] = covered.get(path, frozenset()) | lines
-                    break
-        return covered
 
 
 # --- pure helpers ----------------------------------------------------------------------------------
@@ -1169,16 +1225,10 @@ def _last_line(log: ExecResult) -> str:
     return f"exit code {log.exit_code}"
 
 
-def _jacoco_lines(report: bytes) -> Iterable[tuple[str, str, frozenset[int]]]:
-    """(package folder, source file name, covered lines) from a JaCoCo XML report."""
-    root = ET.fromstring(report)
-    for package in root.iter("package"):
-        for source in package.iter("sourcefile"):
-            lines = frozenset(
-                int(line.get("nr", "0")) for line in source.iter("line") if int(line.get("ci", "0")) > 0
-            )
-            if lines:
-                yield package.get("name", ""), source.get("name", ""), lines
+def _modules_of(sandbox: Sandbox, classes_dirs: Sequence[str]) -> list[str]:
+    """The worktree-relative module folder of each ``target/classes`` folder."""
+    prefix = sandbox.workdir.rstrip("/") + "/"
+    return [folder[len(prefix) :].removesuffix("target/classes").rstrip("/") for folder in classes_dirs]
 
 
 def _source_candidates(modules: Sequence[str], package: str, source: str) -> Iterable[str]:

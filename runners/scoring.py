@@ -326,8 +326,8 @@ def judge(
     if old is not None:
         try:
             with _closing(side(old)) as old_side:
-                # As on the new code (each test traced, each Java test in a JVM of its own): what
-                # a test sees differs between the phases only by the code.
+                # As on the new code (each test traced; Java's all in one JVM, per-test coverage):
+                # what a test sees differs between the phases only by the code.
                 old_runs = [
                     old_side.run_cross(
                         task.test_file, content, list(ids.values()), tag, timeout, coverage=True

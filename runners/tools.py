@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 import tarfile
 import tempfile
 from dataclasses import dataclass
@@ -146,6 +147,52 @@ def maven_home(cache: Path | None = None, session: requests.Session | None = Non
     finally:
         shutil.rmtree(unpacking, ignore_errors=True)
     return home
+
+
+PER_TEST_COVERAGE_SOURCE = Path(__file__).parent / "templates" / "PerTestCoverage.java"
+"""The JUnit listener that takes JaCoCo's data after each test, and the reader that turns it into
+lines per test: compiled by each JDK that runs tests, here by :func:`per_test_coverage` and in
+Docker images when they are built."""
+PER_TEST_COVERAGE_JARS = ("jacoco-agent", "jacoco-cli", "junit-console")
+"""What it compiles against: JaCoCo's runtime API, the analysis in JaCoCo's command-line jar (under
+the packages that jar moves it to) and the JUnit Platform's listener API."""
+_LISTENER = "org.junit.platform.launcher.TestExecutionListener"
+
+
+def per_test_coverage(javac: Path, feature: int, cache: Path | None = None) -> Path:
+    """A class folder holding :data:`PER_TEST_COVERAGE_SOURCE` compiled by ``javac`` (JDK
+    ``feature``) and the service file that makes the JUnit Platform load the listener; made once
+    per source and JDK in the tool cache, under a temporary name then renamed."""
+    source = PER_TEST_COVERAGE_SOURCE.read_bytes()
+    folder = cache or tools_dir()
+    target = folder / f"per-test-coverage-{hashlib.sha256(source).hexdigest()[:12]}-java{feature}"
+    if (target / "META-INF").is_dir():
+        return target
+    jars = [str(tool_jar(name, cache)) for name in PER_TEST_COVERAGE_JARS]
+    making = Path(tempfile.mkdtemp(dir=folder, prefix=f".{target.name}."))
+    try:
+        compiled = subprocess.run(
+            [str(javac), "-nowarn", "-encoding", "UTF-8", "-cp", ":".join(jars), "-d", str(making),
+             str(PER_TEST_COVERAGE_SOURCE)],
+            capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        if compiled.returncode != 0:
+            why = (compiled.stderr or compiled.stdout).strip().splitlines()
+            raise ToolDownloadFailed(f"cannot compile coevo's coverage listener: {why[0] if why else javac}")
+        services = making / "META-INF" / "services"
+        services.mkdir(parents=True)
+        (services / _LISTENER).write_text("coevo.coverage.PerTestCoverage\n")
+        making.chmod(0o755)
+        try:
+            os.rename(making, target)
+        except OSError:
+            if not (target / "META-INF").is_dir():  # not another worker's finished copy
+                raise
+    except (OSError, subprocess.SubprocessError) as exc:
+        raise ToolDownloadFailed(f"cannot compile coevo's coverage listener: {exc}") from None
+    finally:
+        shutil.rmtree(making, ignore_errors=True)
+    return target
 
 
 def _fetch_sha1(http: requests.Session, url: str) -> str:

@@ -151,11 +151,15 @@ def test_junit4_runs_through_the_vintage_engine(junit4: Built) -> None:
 def test_junit6_projects_get_the_junit6_launcher(tmp_path: Path) -> None:
     built = _built_ok(_build(projects.junit6_project(tmp_path)))
     tests = ["demo.CalcTest#adds", "demo.CalcTest#addsWrongly", "demo.CalcTest#addsZero"]
-    run = TOOL.run_tests(built.box, built.spec, tests, timeout=120)
+    run = TOOL.run_tests(built.box, built.spec, tests, timeout=120, coverage=True)
     assert _outcomes(run.results) == {
         "demo.CalcTest#adds": Outcome.PASS,
         "demo.CalcTest#addsWrongly": Outcome.FAIL,
         "demo.CalcTest#addsZero": Outcome.PASS,
+    }
+    # The per-test coverage listener, compiled against the 5.x platform, runs on JUnit 6's.
+    assert run.coverage["demo.CalcTest#adds"].lines == {
+        "src/main/java/demo/Calc.java": projects.CALC_ADD_LINES
     }
     from runners.maven import _console_tool
 
@@ -205,6 +209,79 @@ def test_coverage_is_per_test_and_exact(jupiter: Built) -> None:
     assert run.coverage["demo.CalcTest#adds"].lines == {calc: projects.CALC_ADD_LINES}
     assert run.coverage["demo.CalcTest#addsWrongly"].lines == {calc: projects.CALC_ADD_LINES}
     assert run.coverage["demo.CalcTest#noSuchMethod"].lines == {}
+
+
+ONE_JVM_TEST = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+@TestMethodOrder(MethodOrderer.MethodName.class)
+class OneJvmTest {
+    static int added;
+
+    @Test
+    void a_adds() {
+        assertEquals(5, Calc.add(2, 3));
+        added++;
+    }
+
+    @Test
+    void b_seesTheFirstTestsState() {
+        assertEquals(1, added);
+    }
+
+    @Test
+    void c_endsTheJvm() {
+        EXIT;
+    }
+
+    @Test
+    void d_addsAfterTheEnd() {
+        assertEquals(7, Calc.add(3, 4));
+    }
+}
+"""
+"""Tests that pass only in one JVM (b sees what a did), and one that ends the JVM when told to."""
+
+
+@pytest.mark.maven
+@needs_maven
+@pytest.mark.parametrize("ends", [False, True], ids=["clean", "a-test-ends-the-jvm"])
+def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_costs_the_others_nothing(
+    jupiter: Built, ends: bool
+) -> None:
+    name = "ends" if ends else "clean"
+    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if ends else "Calc.div(4, 2)")
+    jupiter.box.write_file(f"one-jvm-{name}/demo/OneJvmTest.java", source.encode())
+    out = f".coevo/cross-one-jvm-{name}"
+    compiled = TOOL.compile_test_file(
+        jupiter.box, jupiter.spec, f"one-jvm-{name}/demo/OneJvmTest.java", output_dir=out
+    )
+    assert compiled.ok, compiled.message
+    tests = [
+        f"demo.OneJvmTest#{m}"
+        for m in ("a_adds", "b_seesTheFirstTestsState", "c_endsTheJvm", "d_addsAfterTheEnd")
+    ]
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120, coverage=True, extra_classpath=[out])
+    calc = "src/main/java/demo/Calc.java"
+    a, b, c, d = tests
+    if not ends:
+        # One JVM: b passes only there; yet each test has only its own lines.
+        assert _outcomes(run.results) == dict.fromkeys(tests, Outcome.PASS)
+        assert run.coverage[a].lines == run.coverage[d].lines == {calc: projects.CALC_ADD_LINES}
+        assert run.coverage[b].lines == {}
+        assert run.coverage[c].lines == {calc: frozenset({10})}  # div
+    else:
+        # The JVM ended in c, before any report: every test runs alone, as one per JVM does.
+        outcomes = _outcomes(run.results)
+        assert (outcomes[a], outcomes[b], outcomes[d]) == (Outcome.PASS, Outcome.FAIL, Outcome.PASS)
+        assert outcomes[c] == Outcome.ABSENT
+        assert run.coverage[a].lines == run.coverage[d].lines == {calc: projects.CALC_ADD_LINES}
+        assert run.coverage[c].lines == {}
 
 
 @pytest.mark.maven
@@ -639,6 +716,70 @@ def test_only_a_java_tests_own_check_is_evidence_of_a_kill(tmp_path: Path) -> No
     assert evidence == {"demo.HalfTest#checks", "demo.HalfTest#throwsOnNegative"}, result.mutants
     assert (root / "target/classes/demo/Half.class").read_bytes() == compiled  # put back
     built.box.close()
+
+
+LONER_TEST = """package demo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import java.util.Arrays;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+
+@TestMethodOrder(MethodOrderer.MethodName.class)
+class LonerTest {
+    static boolean checked;
+
+    @Test
+    void a_checks() {
+        checked = true;
+        assertEquals(5, Calc.add(2, 3));
+    }
+
+    @Test
+    void b_failsWhereItRunsAlone() {
+        Calc.add(1, 1);
+        String stack = Arrays.deepToString(Thread.getAllStackTraces().values().toArray());
+        boolean mutants = stack.contains("MutationTestMinion");
+        if (mutants || (!stack.contains("org.pitest") && !checked)) {
+            throw new AssertionError("alone, or under PIT's mutants");
+        }
+    }
+}
+"""
+"""A cheat on per-test coverage in one JVM: b asserts nothing about the code, and fails under PIT's
+mutants and wherever the launcher runs it without a (alone in a JVM): were the confirmation runs
+of a kill to run it alone while the run on the new code ran both together, b would be evidence
+of every kill."""
+
+
+@pytest.mark.maven
+@needs_maven
+def test_a_test_failing_where_it_runs_alone_is_no_evidence_the_confirmation_runs_are_the_new_codes_twins(
+    jupiter: Built,
+) -> None:
+    jupiter.box.write_file("loner-tests/demo/LonerTest.java", LONER_TEST.encode())
+    out = ".coevo/cross-loner"
+    compiled = TOOL.compile_test_file(
+        jupiter.box, jupiter.spec, "loner-tests/demo/LonerTest.java", output_dir=out
+    )
+    assert compiled.ok, compiled.message
+    methods = ["a_checks", "b_failsWhereItRunsAlone"]
+    new_code = TOOL.run_tests(
+        jupiter.box, jupiter.spec, [f"demo.LonerTest#{m}" for m in methods], timeout=120, coverage=True,
+        extra_classpath=[out],
+    )  # fmt: skip
+    assert {r.outcome for r in new_code.results} == {Outcome.PASS}
+    add = FocalMethod("src/main/java/demo/Calc.java", "demo.Calc", "add", 4, 7, ("<init>", "add", "div"))
+    result = TOOL.mutation(
+        jupiter.box, jupiter.spec, "demo.LonerTest", methods, [add], timeout=600, extra_classpath=[out]
+    )
+    assert result.complete, result.message
+    killed = {t for m in result.mutants for t in m.killing_tests}
+    evidence = {t for m in result.mutants for t in m.evidence}
+    assert "demo.LonerTest#b_failsWhereItRunsAlone" in killed, result.mutants  # PIT is fooled
+    assert evidence == {"demo.LonerTest#a_checks"}, result.mutants
 
 
 GUARDED = """package demo;
