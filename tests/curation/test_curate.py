@@ -217,6 +217,15 @@ def test_a_second_run_does_nothing_and_redo_gives_the_same_tasks(
     )  # fmt: skip
     assert redo.run.pairs_done == 3  # generation, generation pass old, update positive
     assert _tasks(python_curated.db).keys() == before.keys()
+    # The tasks (all in the window) ran each cell again as often as the default says: three (the
+    # fixture ran two).
+    runs = {
+        len(cell["runs"])
+        for task in _tasks(python_curated.db).values()
+        for cells in task["matrix"].values()
+        for cell in cells.values()
+    }
+    assert runs == {3}, runs
     assert _labels(python_curated) == python_curated.expected
 
 
