@@ -41,9 +41,9 @@ IMAGE_DEPS_BUILD = "/opt/coevo/deps-build"
 _DEPS_SETTINGS = ".coevo-maven-settings.xml"
 _DEPS_TIMEOUT = 3600.0
 IMAGE_PIT = "/opt/coevo/pit/lib"
+"""PIT's command line and its dependencies, one jar each, in Java base images."""
 IMAGE_PER_TEST_COVERAGE = "/opt/coevo/per-test-coverage"
 """The per-test coverage listener, compiled by the image's JDK when it is built."""
-"""PIT's command line and its dependencies, one jar each, in Java base images."""
 PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
 # What Debian bookworm packages: one Python serves every older request.
 _DEBIAN_PYTHON = "3.11"
