@@ -162,10 +162,12 @@ _LISTENER = "org.junit.platform.launcher.TestExecutionListener"
 def per_test_coverage(javac: Path, feature: int, cache: Path | None = None) -> Path:
     """A class folder holding :data:`PER_TEST_COVERAGE_SOURCE` compiled by ``javac`` (JDK
     ``feature``) and the service file that makes the JUnit Platform load the listener; made once
-    per source and JDK in the tool cache, under a temporary name then renamed."""
+    per source, jars and JDK in the tool cache, under a temporary name then renamed."""
     source = PER_TEST_COVERAGE_SOURCE.read_bytes()
+    against = " ".join(TOOLS[name].file_name for name in PER_TEST_COVERAGE_JARS).encode()
     folder = cache or tools_dir()
-    target = folder / f"per-test-coverage-{hashlib.sha256(source).hexdigest()[:12]}-java{feature}"
+    digest = hashlib.sha256(source + b"\0" + against).hexdigest()[:12]
+    target = folder / f"per-test-coverage-{digest}-java{feature}"
     if (target / "META-INF").is_dir():
         return target
     jars = [str(tool_jar(name, cache)) for name in PER_TEST_COVERAGE_JARS]
