@@ -793,7 +793,7 @@ class MavenTool:
         run_dir = _absolute(sandbox.workdir, run)
         console = self._tool_path(_console_tool(classpath))
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
-        agent = []
+        agent: list[str] = []
         if scope is not None:
             assert per_test is not None, "coverage is taken by the per-test listener"
             jvm_classpath.append(per_test)
@@ -816,6 +816,9 @@ class MavenTool:
             "--disable-ansi-colors",
             "--details=none",
             "--config=junit.platform.discovery.listener.default=logging",
+            # One test at a time, whatever the project's junit-platform.properties say: the
+            # coverage listener takes each test's data between tests, and every run is alike.
+            "--config=junit.jupiter.execution.parallel.enabled=false",
             "--reports-dir",
             f"{run_dir}/reports",
             *_selectors(tests),

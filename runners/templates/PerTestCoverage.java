@@ -5,7 +5,8 @@
 // coevo.coverage.dir names a folder, it takes the JaCoCo agent's data after each test method (and
 // each method container: parameterized and repeated tests, test factories) and resets it, writing
 // N.exec and a line "N<TAB>class#method" to index.tsv. What a class's set-up ran goes to its first
-// test; what ran after a class's last test (its tear-down) is dropped.
+// test; what ran after a class's last test (its tear-down) is dropped. coevo turns Jupiter's
+// parallel execution off for these runs: tests running at once would share their data.
 //
 // PerTestCoverage.Lines (a main, run in a JVM of its own with JaCoCo's command-line jar) reads
 // such a folder and writes, per test, the lines each source file had covered:
@@ -73,7 +74,7 @@ public final class PerTestCoverage implements TestExecutionListener {
         }
     }
 
-    private void take(String key) throws IOException {
+    private synchronized void take(String key) throws IOException {
         IAgent agent = RT.getAgent();
         byte[] data = agent.getExecutionData(true);
         int number = taken++;

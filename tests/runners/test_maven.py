@@ -284,6 +284,49 @@ def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_costs_the_oth
         assert run.coverage[c].lines == {}
 
 
+PARALLEL_TEST = """package demo;
+
+import org.junit.jupiter.api.Test;
+
+class ParallelTest {
+    @Test
+    void adds() throws Exception {
+        Calc.add(2, 3);
+        Thread.sleep(300);
+    }
+
+    @Test
+    void divides() throws Exception {
+        Calc.div(4, 2);
+        Thread.sleep(300);
+    }
+}
+"""
+
+
+@pytest.mark.maven
+@needs_maven
+def test_per_test_coverage_holds_where_the_project_asks_for_parallel_tests(jupiter: Built) -> None:
+    """A project's junit-platform.properties may run tests at once; their coverage would mix."""
+    out = ".coevo/cross-parallel"
+    jupiter.box.write_file("parallel-tests/demo/ParallelTest.java", PARALLEL_TEST.encode())
+    compiled = TOOL.compile_test_file(
+        jupiter.box, jupiter.spec, "parallel-tests/demo/ParallelTest.java", output_dir=out
+    )
+    assert compiled.ok, compiled.message
+    parallel = (
+        "junit.jupiter.execution.parallel.enabled=true",
+        "junit.jupiter.execution.parallel.mode.default=concurrent",
+    )
+    jupiter.box.write_file(f"{out}/junit-platform.properties", "\n".join(parallel).encode() + b"\n")
+    tests = ["demo.ParallelTest#adds", "demo.ParallelTest#divides"]
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120, coverage=True, extra_classpath=[out])
+    calc = "src/main/java/demo/Calc.java"
+    assert _outcomes(run.results) == dict.fromkeys(tests, Outcome.PASS)
+    assert run.coverage[tests[0]].lines == {calc: projects.CALC_ADD_LINES}
+    assert run.coverage[tests[1]].lines == {calc: frozenset({10})}
+
+
 @pytest.mark.maven
 @needs_maven
 def test_a_hanging_test_times_out_and_leaves_no_java_behind(jupiter: Built) -> None:
