@@ -31,22 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from curation.static import runnable_id
 from miner.java import parse_java
 from runners.revisions import prepare_revision
 
 
 def _test_ids(root: Path, test_file: str, limit: int) -> list[str]:
     source = (root / test_file).read_bytes()
-    package = next(
-        (line.split()[1].rstrip(";") for line in source.decode(errors="replace").splitlines()
-         if line.startswith("package ")),
-        "",
-    )  # fmt: skip
-    ids = []
-    for method in parse_java(source, scan="none").methods:
-        if method.is_test:
-            classes = method.container.replace(".", "$")
-            ids.append(f"{package}.{classes}#{method.name}" if package else f"{classes}#{method.name}")
+    tests = (m for m in parse_java(source, scan="none").methods if m.is_test)
+    ids = (runnable_id("java", test_file, source, method.key) for method in tests)
     return list(dict.fromkeys(ids))[:limit]
 
 

@@ -444,10 +444,7 @@ class MavenTool:
             # did not measure (a test that hung or ended the JVM, and those after it) runs alone,
             # the same way. Every coverage run is alike, whichever phase or how many tests.
             scope = self._coverage_scope(sandbox, classpath)
-            helper = self._per_test_coverage(jdk)
-            launch, measured = self._measured(
-                sandbox, jdk, test_module, classpath, ids, timeout, scope, helper
-            )
+            launch, measured = self._measured(sandbox, jdk, test_module, classpath, ids, timeout, scope)
             log = launch.log
             alone: list[_TestId] = []
             for test_id in ids:
@@ -462,7 +459,7 @@ class MavenTool:
                     alone.append(test_id)
             for test_id in alone:
                 launch, measured = self._measured(
-                    sandbox, jdk, test_module, classpath, [test_id], timeout, scope, helper
+                    sandbox, jdk, test_module, classpath, [test_id], timeout, scope
                 )
                 log = launch.log
                 results[test_id.requested] = _outcome(test_id, launch)
@@ -784,19 +781,17 @@ class MavenTool:
         tests: Sequence[_TestId],
         timeout: float,
         scope: _CoverageScope | None,
-        per_test: str | None = None,
     ) -> _Launch:
         """One console launcher run of ``tests``; with ``scope``, under JaCoCo's agent, whose data
-        ``per_test`` (the listener's class folder) takes after each test into the run folder's
-        ``per-test`` folder (:meth:`_per_test_lines` reads it)."""
+        coevo's listener takes after each test into the run folder's ``per-test`` folder
+        (:meth:`_per_test_lines` reads it)."""
         run = f"{STATE_DIR}/runs/{uuid.uuid4().hex}"
         run_dir = _absolute(sandbox.workdir, run)
         console = self._tool_path(_console_tool(classpath))
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
         agent: list[str] = []
         if scope is not None:
-            assert per_test is not None, "coverage is taken by the per-test listener"
-            jvm_classpath.append(per_test)
+            jvm_classpath.append(self._per_test_coverage(jdk))
             agent_jar = self._tool_path("jacoco-agent")
             agent = [
                 f"-javaagent:{agent_jar}=output=none,includes={scope.includes}",
@@ -891,14 +886,13 @@ class MavenTool:
         tests: Sequence[_TestId],
         timeout: float,
         scope: _CoverageScope,
-        helper: str,
     ) -> tuple[_Launch, dict[str, Coverage]]:
         """One launcher run of ``tests`` under the coverage agent, and each measured test's lines."""
-        launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope, helper)
-        return launch, self._per_test_lines(sandbox, jdk, launch, scope, helper)
+        launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope)
+        return launch, self._per_test_lines(sandbox, jdk, launch, scope)
 
     def _per_test_lines(
-        self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope, helper: str
+        self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope
     ) -> dict[str, Coverage]:
         """Each measured test's covered lines (by reported id), read in one JVM from what the
         listener took in ``launch``; empty when it took nothing or its data cannot be read."""
@@ -907,7 +901,8 @@ class MavenTool:
                 return {}
             lines = f"{launch.run_dir}/lines.tsv"
             command = [
-                str(jdk.java), *QUICK_JVM, "-cp", f"{helper}:{self._tool_path('jacoco-cli')}",
+                str(jdk.java), *QUICK_JVM, "-cp",
+                f"{self._per_test_coverage(jdk)}:{self._tool_path('jacoco-cli')}",
                 "coevo.coverage.PerTestCoverage$Lines", f"{launch.run_dir}/per-test", lines,
                 *scope.classes_dirs,
             ]  # fmt: skip
@@ -918,26 +913,21 @@ class MavenTool:
                 return {}
             modules = _modules_of(sandbox, scope.classes_dirs)
             paths: dict[str, str | None] = {}
-            measured: dict[str, dict[str, frozenset[int]]] = {}
-            covered: dict[str, frozenset[int]] = {}
-            for line in data.decode("utf-8", "replace").splitlines():
-                first, _, rest = line.partition("\t")
-                if first == "T":
-                    class_name, _, method = rest.partition("#")
-                    covered = measured.setdefault(f"{class_name}#{method.split('[')[0]}", {})
-                    continue
-                if first not in paths:
-                    package, _, source = first.rpartition("/")
-                    paths[first] = next(
-                        (path for path in _source_candidates(modules, package, source)
-                         if sandbox.read_file(path) is not None),
-                        None,
-                    )  # fmt: skip
-                path = paths[first]
-                if path is not None and rest:
-                    numbers = frozenset(int(number) for number in rest.split(",") if number.isdigit())
-                    covered[path] = covered.get(path, frozenset()) | numbers
-            return {test: Coverage(files) for test, files in measured.items()}
+            measured: dict[str, Coverage] = {}
+            for test, sources in _lines_by_test(data.decode("utf-8", "replace")).items():
+                covered: dict[str, frozenset[int]] = {}
+                for source, numbers in sources.items():
+                    if source not in paths:
+                        package, _, name = source.rpartition("/")
+                        candidates = _source_candidates(modules, package, name)
+                        paths[source] = next(
+                            (p for p in candidates if sandbox.read_file(p) is not None), None
+                        )
+                    path = paths[source]
+                    if path is not None:
+                        covered[path] = covered.get(path, frozenset()) | numbers
+                measured[test] = Coverage(covered)
+            return measured
         finally:
             sandbox.exec(["rm", "-rf", launch.run_dir], 60)
 
@@ -1226,6 +1216,22 @@ def _last_line(log: ExecResult) -> str:
         if lines:
             return lines[-1]
     return f"exit code {log.exit_code}"
+
+
+def _lines_by_test(text: str) -> dict[str, dict[str, frozenset[int]]]:
+    """The covered lines by ``package/Source.java`` of each test (``pkg.Class#method``, parameters
+    dropped), from the reader's output: a ``T<TAB>test`` line, then ``source<TAB>n,n,...`` lines."""
+    tests: dict[str, dict[str, frozenset[int]]] = {}
+    current: dict[str, frozenset[int]] = {}
+    for line in text.splitlines():
+        first, _, rest = line.partition("\t")
+        if first == "T":
+            class_name, _, method = rest.partition("#")
+            current = tests.setdefault(f"{class_name}#{method.split('[')[0]}", {})
+        elif rest:
+            numbers = frozenset(int(number) for number in rest.split(",") if number.isdigit())
+            current[first] = current.get(first, frozenset()) | numbers
+    return tests
 
 
 def _modules_of(sandbox: Sandbox, classes_dirs: Sequence[str]) -> list[str]:

@@ -9,6 +9,7 @@ Mutation testing tools (PIT) join the same table when the scorer needs them.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
@@ -159,10 +160,12 @@ the packages that jar moves it to) and the JUnit Platform's listener API."""
 _LISTENER = "org.junit.platform.launcher.TestExecutionListener"
 
 
+@functools.cache
 def per_test_coverage(javac: Path, feature: int, cache: Path | None = None) -> Path:
     """A class folder holding :data:`PER_TEST_COVERAGE_SOURCE` compiled by ``javac`` (JDK
     ``feature``) and the service file that makes the JUnit Platform load the listener; made once
-    per source, jars and JDK in the tool cache, under a temporary name then renamed."""
+    per source, jars and JDK in the tool cache, under a temporary name then renamed, and looked
+    up once per process (every coverage run asks for it)."""
     source = PER_TEST_COVERAGE_SOURCE.read_bytes()
     against = " ".join(TOOLS[name].file_name for name in PER_TEST_COVERAGE_JARS).encode()
     folder = cache or tools_dir()

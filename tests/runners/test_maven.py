@@ -85,6 +85,16 @@ def _outcomes(run_results: Sequence[TestResult]) -> dict[str, Outcome]:
     return {result.test: result.outcome for result in run_results}
 
 
+def _beside(built: Built, name: str, class_name: str, source: str) -> str:
+    """``source`` written as ``name/demo/<class_name>.java`` and compiled against the revision into
+    ``.coevo/cross-<name>``; returns that folder, for ``extra_classpath``."""
+    path, out = f"{name}/demo/{class_name}.java", f".coevo/cross-{name}"
+    built.box.write_file(path, source.encode())
+    compiled = TOOL.compile_test_file(built.box, built.spec, path, output_dir=out)
+    assert compiled.ok, compiled.message
+    return out
+
+
 # --- Maven builds and test runs -------------------------------------------------------------------
 
 
@@ -254,14 +264,8 @@ class OneJvmTest {
 def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_costs_the_others_nothing(
     jupiter: Built, ends: bool
 ) -> None:
-    name = "ends" if ends else "clean"
     source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if ends else "Calc.div(4, 2)")
-    jupiter.box.write_file(f"one-jvm-{name}/demo/OneJvmTest.java", source.encode())
-    out = f".coevo/cross-one-jvm-{name}"
-    compiled = TOOL.compile_test_file(
-        jupiter.box, jupiter.spec, f"one-jvm-{name}/demo/OneJvmTest.java", output_dir=out
-    )
-    assert compiled.ok, compiled.message
+    out = _beside(jupiter, "one-jvm-ends" if ends else "one-jvm-clean", "OneJvmTest", source)
     tests = [
         f"demo.OneJvmTest#{m}"
         for m in ("a_adds", "b_seesTheFirstTestsState", "c_endsTheJvm", "d_addsAfterTheEnd")
@@ -308,12 +312,7 @@ class ParallelTest {
 @needs_maven
 def test_per_test_coverage_holds_where_the_project_asks_for_parallel_tests(jupiter: Built) -> None:
     """A project's junit-platform.properties may run tests at once; their coverage would mix."""
-    out = ".coevo/cross-parallel"
-    jupiter.box.write_file("parallel-tests/demo/ParallelTest.java", PARALLEL_TEST.encode())
-    compiled = TOOL.compile_test_file(
-        jupiter.box, jupiter.spec, "parallel-tests/demo/ParallelTest.java", output_dir=out
-    )
-    assert compiled.ok, compiled.message
+    out = _beside(jupiter, "parallel", "ParallelTest", PARALLEL_TEST)
     parallel = (
         "junit.jupiter.execution.parallel.enabled=true",
         "junit.jupiter.execution.parallel.mode.default=concurrent",
@@ -509,6 +508,22 @@ def test_the_launcher_replaces_the_projects_junit_but_not_its_classes() -> None:
     assert _console_tool(classpath) == "junit-console"
     junit6 = f"{m2}/org/junit/jupiter/junit-jupiter-api/6.0.3/junit-jupiter-api-6.0.3.jar"
     assert _console_tool([*classpath, junit6]) == "junit-console-6"
+
+
+def test_the_coverage_readers_lines_are_read_per_test_parameters_merged() -> None:
+    from runners.maven import _lines_by_test
+
+    text = (
+        "T\tdemo.CalcTest#adds\ndemo/Calc.java\t5,6\n"
+        "T\tdemo.CalcTest#addsZero[1]\ndemo/Calc.java\t5\nCalc.java\t3\n"  # the default package
+        "T\tdemo.CalcTest#addsZero[2]\ndemo/Calc.java\t6\n"
+        "T\tdemo.CalcTest#runsNothing\n"
+    )
+    assert _lines_by_test(text) == {
+        "demo.CalcTest#adds": {"demo/Calc.java": frozenset({5, 6})},
+        "demo.CalcTest#addsZero": {"demo/Calc.java": frozenset({5, 6}), "Calc.java": frozenset({3})},
+        "demo.CalcTest#runsNothing": {},
+    }
 
 
 def test_nested_class_ids_are_tried_as_binary_names() -> None:
@@ -802,12 +817,7 @@ of every kill."""
 def test_a_test_failing_where_it_runs_alone_is_no_evidence_the_confirmation_runs_are_the_new_codes_twins(
     jupiter: Built,
 ) -> None:
-    jupiter.box.write_file("loner-tests/demo/LonerTest.java", LONER_TEST.encode())
-    out = ".coevo/cross-loner"
-    compiled = TOOL.compile_test_file(
-        jupiter.box, jupiter.spec, "loner-tests/demo/LonerTest.java", output_dir=out
-    )
-    assert compiled.ok, compiled.message
+    out = _beside(jupiter, "loner", "LonerTest", LONER_TEST)
     methods = ["a_checks", "b_failsWhereItRunsAlone"]
     new_code = TOOL.run_tests(
         jupiter.box, jupiter.spec, [f"demo.LonerTest#{m}" for m in methods], timeout=120, coverage=True,
