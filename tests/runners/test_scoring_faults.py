@@ -110,6 +110,48 @@ def test_where_the_gold_does_not_pass_no_agent_is_judged(
     assert _runs(db, "gold")[task.id].success_rate == 1.0
 
 
+def test_where_the_gold_passes_on_the_old_code_no_agent_is_judged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generation task whose old code fails the new test where it was curated and passes it
+    where it is scored: nothing discriminates there, so gold and noop are harness_fail, never
+    judged — and judged again where the old code fails it."""
+    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
+    repo = GitRepo(tmp_path / "env-fixed")
+    test = "from tools import double\n\n\ndef test_zero():\n    assert double(0) == 0\n"
+    repo.commit("initial", "2026-01-01T10:00:00+00:00", {
+        "requirements.txt": "# pytest is all the tests need\n",
+        "tools.py": "import os\n\n\ndef double(x):\n    return x * (2 if os.environ.get('FIXED') else 3)\n",
+        "tests/test_tools.py": test,
+    })  # fmt: skip
+    repo.commit("fix double", "2026-01-02T10:00:00+00:00", {
+        "tools.py": "def double(x):\n    return x * 2\n",
+        "tests/test_tools.py": test + "\n\ndef test_two():\n    assert double(2) == 4\n",
+    })  # fmt: skip
+    db = tmp_path / "c.db"
+    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
+    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
+    with open_store(db).session() as session:
+        (task,) = session.exec(select(Task)).all()
+    assert task.track == "generation" and task.test_methods == ["test_two"]
+
+    options = ScoreOptions(backend="local", test_timeout=120, reruns=1)
+    with monkeypatch.context() as fixed:
+        fixed.setenv("FIXED", "1")
+        for agent in ("gold", "noop"):
+            assert score(open_store(db), find_agent(agent), options=options).errors == {}
+            run = _runs(db, agent)[task.id]
+            assert run.status == "harness_fail" and run.harness_fail_rate == 1.0, run.outcomes
+            (outcome,) = run.outcomes.values()
+            assert "passes on the old code here too: nothing discriminates" in outcome["message"], outcome
+
+    with open_store(db).session() as session:
+        for check in session.exec(select(GoldCheck)).all():
+            session.delete(check)  # the same environment key: forget the verdict to check again
+    assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
+    assert _runs(db, "gold")[task.id].success_rate == 1.0
+
+
 @pytest.mark.maven
 def test_a_junit_4_10_project_runs_curates_and_scores(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
