@@ -96,7 +96,9 @@ def remove_leftovers(client: Any) -> int:
     here (another host or pid namespace, a container without an owner label), stays.
     """
     removed = 0
-    for container in client.containers.list(all=True, filters={"label": LABEL}):
+    # Other live commands remove their own containers meanwhile: one gone between the daemon's
+    # list and the SDK's inspect of it is no error (it would end this command with a traceback).
+    for container in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True):
         owner = Owner.parse((container.labels or {}).get(OWNER_LABEL))
         if owner is None or not owner.is_dead():
             continue

@@ -175,7 +175,9 @@ def test_docker_sandbox_runs_commands_with_limits_and_cleans_up(python_image: st
 
 
 def _containers_of(client: Any, owner: Owner) -> list[Any]:
-    return client.containers.list(all=True, filters={"label": f"{OWNER_LABEL}={owner.token}"})
+    return client.containers.list(
+        all=True, filters={"label": f"{OWNER_LABEL}={owner.token}"}, ignore_removed=True
+    )
 
 
 _KILLED_RUN = """
@@ -267,3 +269,33 @@ def test_a_container_removed_under_a_sandbox_is_coevos_fault_not_a_result(
             box.exec(["true"], timeout=30)
     finally:
         box.close()
+
+
+@pytest.mark.docker
+def test_cleaning_up_while_other_runs_remove_their_own_containers_raises_nothing(python_image: str) -> None:
+    """Another live command removing its sandboxes while this one looks for leftovers (xdist
+    workers, two coevo commands, a cluster's workers): a container gone between the daemon's list
+    and its inspect is no error, and a live owner's container is never removed."""
+    import threading
+
+    client = docker_client()
+    labels = {LABEL: "1", OWNER_LABEL: Owner.current().token}
+    made = [client.api.create_container(python_image, ["true"], labels=labels)["Id"] for _ in range(40)]
+    kept = client.api.create_container(python_image, ["true"], labels=labels)["Id"]
+    listed = [c["Id"] for c in client.api.containers(all=True, filters={"label": LABEL})]
+    ours = [container for container in listed if container in made]  # in the order cleaning inspects them
+
+    def remove_ours() -> None:  # from the end: cleaning's inspects meet containers already gone
+        for container in reversed(ours):
+            client.api.remove_container(container, force=True)
+
+    remover = threading.Thread(target=remove_ours)
+    try:
+        remover.start()
+        while remover.is_alive():
+            remove_leftovers(client)
+        remover.join()
+        client.api.inspect_container(kept)  # a live owner's: still there
+    finally:
+        remover.join()
+        client.api.remove_container(kept, force=True)

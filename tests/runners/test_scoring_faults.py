@@ -248,7 +248,7 @@ def test_sigkill_of_score_while_an_agent_runs_then_a_new_score_leaves_nothing_be
     def debris() -> tuple[list[str], list[str]]:
         containers = [
             c.id
-            for c in client.containers.list(all=True, filters={"label": LABEL})
+            for c in client.containers.list(all=True, filters={"label": LABEL}, ignore_removed=True)
             if (c.labels.get(OWNER_LABEL) or "").startswith(f"{killed.pid}-")
         ]
         folders = [f.name for f in scratch_root.iterdir() if f.name.startswith(f"{killed.pid}-")]
