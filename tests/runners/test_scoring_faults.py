@@ -19,6 +19,7 @@ from runners.agents import find_agent
 from runners.docker_sandbox import LABEL, OWNER_LABEL, docker_client
 from runners.scoring import ScoreOptions, leaderboard, score
 from tasks import AgentRun, GoldCheck, Task, open_store
+from tests.curation.small import mined_and_curated
 from tests.gitrepo import GitRepo
 from tests.shared import curated_once
 
@@ -28,6 +29,16 @@ COEVO = str(Path(sys.executable).parent / "coevo")
 def _runs(db: Path, agent: str) -> dict[str, AgentRun]:
     with open_store(db).session() as session:
         return {r.task_id: r for r in session.exec(select(AgentRun).where(AgentRun.agent == agent)).all()}
+
+
+def _gold_scores_when_checked_again(db: Path, task_id: str, options: ScoreOptions) -> None:
+    """The gold check's verdicts forgotten (same environment key), the gold is checked again and
+    succeeds: what the test changed in the environment was the whole cause."""
+    with open_store(db).session() as session:
+        for check in session.exec(select(GoldCheck)).all():
+            session.delete(check)
+    assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
+    assert _runs(db, "gold")[task_id].success_rate == 1.0
 
 
 @pytest.mark.docker
@@ -103,11 +114,7 @@ def test_where_the_gold_does_not_pass_no_agent_is_judged(
 
     # Where the environment gives the tests what they need, the gold holds and agents are judged.
     monkeypatch.setenv("TOOLS_FIXTURE", "here")
-    with open_store(db).session() as session:
-        for check in session.exec(select(GoldCheck)).all():
-            session.delete(check)  # the same environment key: forget the verdict to check again
-    assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
-    assert _runs(db, "gold")[task.id].success_rate == 1.0
+    _gold_scores_when_checked_again(db, task.id, options)
 
 
 def test_where_the_gold_passes_on_the_old_code_no_agent_is_judged(
@@ -116,7 +123,6 @@ def test_where_the_gold_passes_on_the_old_code_no_agent_is_judged(
     """A generation task whose old code fails the new test where it was curated and passes it
     where it is scored: nothing discriminates there, so gold and noop are harness_fail, never
     judged — and judged again where the old code fails it."""
-    monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
     repo = GitRepo(tmp_path / "env-fixed")
     test = "from tools import double\n\n\ndef test_zero():\n    assert double(0) == 0\n"
     repo.commit("initial", "2026-01-01T10:00:00+00:00", {
@@ -128,9 +134,7 @@ def test_where_the_gold_passes_on_the_old_code_no_agent_is_judged(
         "tools.py": "def double(x):\n    return x * 2\n",
         "tests/test_tools.py": test + "\n\ndef test_two():\n    assert double(2) == 4\n",
     })  # fmt: skip
-    db = tmp_path / "c.db"
-    miner.mine(open_store(db), miner.MineRequest(location=str(repo.path)))
-    assert not curate(open_store(db), CurateRequest(backend="local", workers=1, reruns=1)).errors
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
     with open_store(db).session() as session:
         (task,) = session.exec(select(Task)).all()
     assert task.track == "generation" and task.test_methods == ["test_two"]
@@ -145,11 +149,7 @@ def test_where_the_gold_passes_on_the_old_code_no_agent_is_judged(
             (outcome,) = run.outcomes.values()
             assert "passes on the old code here too: nothing discriminates" in outcome["message"], outcome
 
-    with open_store(db).session() as session:
-        for check in session.exec(select(GoldCheck)).all():
-            session.delete(check)  # the same environment key: forget the verdict to check again
-    assert score(open_store(db), find_agent("gold"), options=options, redo=True).errors == {}
-    assert _runs(db, "gold")[task.id].success_rate == 1.0
+    _gold_scores_when_checked_again(db, task.id, options)
 
 
 @pytest.mark.maven
