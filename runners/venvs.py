@@ -843,18 +843,31 @@ def _pip(
         raise VenvBuildFailed(f"pip install {what}: {reason}", result)
 
 
+_LIST_DISTRIBUTIONS = (
+    "import importlib.metadata as m, json\n"
+    "print(json.dumps([{'name': d.metadata['Name'], 'version': d.version} for d in m.distributions()]))"
+)
+"""What ``pip list --format=json`` prints, read by the interpreter alone (Python 3.8 and newer):
+starting pip costs ten times as much, and venvs are listed two or three times a build."""
+
+
 def _installed(venv: Path, sandbox: Sandbox, deadline: float) -> dict[str, str]:
-    """Every distribution in the venv and its version, as its pip lists them."""
-    argv = [str(venv_python(venv)), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
-    result = sandbox.exec(argv, timeout=_left(deadline), env=pip_env())
+    """Every distribution in the venv and its version, as its pip lists them (the first of a name
+    on the path). ``-I`` keeps the working folder and the environment off the path, as pip's own
+    listing does with ``PYTHONPATH`` emptied; interpreters before 3.8 ask pip."""
+    python = str(venv_python(venv))
+    result = sandbox.exec([python, "-I", "-c", _LIST_DISTRIBUTIONS], timeout=_left(deadline), env=pip_env())
+    if not result.ok:
+        argv = [python, "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+        result = sandbox.exec(argv, timeout=_left(deadline), env=pip_env())
     try:
         listed = json.loads(result.stdout) if result.ok else []
     except ValueError:
         listed = []
     found: dict[str, str] = {}
     for entry in listed if isinstance(listed, list) else []:
-        if isinstance(entry, dict) and "name" in entry and "version" in entry:
-            found[_normalized(str(entry["name"]))] = str(entry["version"])
+        if isinstance(entry, dict) and entry.get("name") and entry.get("version"):
+            found.setdefault(_normalized(str(entry["name"])), str(entry["version"]))
     return found
 
 
