@@ -36,7 +36,9 @@ def _venvs_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # Files holding a slow test start first (each file stays whole, in its order): xdist hands
-    # files out in this order, so no worker is left running a long one alone at the end.
+    # files out in this order (`--no-loadscope-reorder`; by default it puts the files with most
+    # tests first), so no worker is left running a long one alone at the end, and the Java
+    # history's curation (tests/curation) starts before the scoring files that read it wait on it.
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.path not in slow_files)
     browser_items = [item for item in items if item.get_closest_marker("browser")]

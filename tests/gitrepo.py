@@ -16,6 +16,13 @@ class GitRepo:
         path.mkdir(parents=True, exist_ok=True)
         self.git("init", "-q", "-b", "main")
 
+    @classmethod
+    def opened(cls, path: Path, shas: dict[str, str]) -> GitRepo:
+        """A repository another fixture wrote, with its commits by label: read it, commit nothing."""
+        repo = cls.__new__(cls)
+        repo.path, repo.shas = path, dict(shas)
+        return repo
+
     def git(self, *args: str, date: str | None = None) -> str:
         env = {
             **os.environ,

@@ -26,7 +26,6 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -99,7 +98,6 @@ def curated_once(
     name: str = "repo",
     reruns: int = 3,
     test_timeout: float = 300.0,
-    until: datetime | None = None,
 ) -> Shared:
     """The history ``make(folder)`` writes (in a folder called ``name``, the repository's name),
     mined and curated on the host (one worker), built the first time this run asks for it with
@@ -119,7 +117,6 @@ def curated_once(
         "language": language,
         "reruns": reruns,
         "test_timeout": test_timeout,
-        "until": str(until),
     }
     key = hashlib.sha256(json.dumps({"head": head, **options}, sort_keys=True).encode()).hexdigest()[:16]
     folder = shared / f"history-{key}"
@@ -131,7 +128,7 @@ def curated_once(
             folder.mkdir()
             (staging / name).rename(folder / name)
             shutil.rmtree(staging)
-            _curate(folder, folder / name, run_venvs(factory), language, reruns, test_timeout, until)
+            _curate(folder, folder / name, run_venvs(factory), language, reruns, test_timeout)
             (folder / "done").write_text(head)
     return Shared(folder / name, folder / "coevo.db", folder / "work", run_venvs(factory), shas)
 
@@ -143,7 +140,6 @@ def _curate(
     language: str,
     reruns: int,
     test_timeout: float,
-    until: datetime | None,
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(WORK_ENV, str(folder / "work"))
@@ -151,9 +147,7 @@ def _curate(
         db = folder / "coevo.db"
         mined = miner.mine(open_store(db), miner.MineRequest(location=str(repo), language=language))
         assert mined.status == "completed", mined.message
-        request = CurateRequest(
-            backend="local", workers=1, reruns=reruns, until=until, test_timeout=test_timeout
-        )
+        request = CurateRequest(backend="local", workers=1, reruns=reruns, test_timeout=test_timeout)
         report = curate(open_store(db), request)
         assert report.errors == {}, report.errors
         assert report.run.status == "completed"

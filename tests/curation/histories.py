@@ -9,8 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.gitrepo import GitRepo
 from tests.runners.maven_projects import JUPITER_DEPS, pom
+from tests.shared import Shared, curated_once
+
+TEST_TIMEOUT = 10.0
+"""Seconds per run of a cell: the hanging test's three runs cost 30 s."""
 
 MAIN = "src/main/java/demo"
 TEST = "src/test/java/demo"
@@ -360,3 +366,10 @@ PYTHON_EXPECTED: dict[str, dict[str, str]] = {
     "timeout": {"test_nap": "timeout"},
     "no coverage": {"test_arithmetic": "no_coverage"},
 }
+
+
+def java_history_curated(factory: pytest.TempPathFactory) -> Shared:
+    """The Java history mined and curated once per run (:func:`tests.shared.curated_once`), as
+    test_curate_java.py checks it, label by label. Its two tasks, one of each track, are the ones
+    the Java scoring and cheat tests judge agents on: no test curates the history again."""
+    return curated_once(factory, java_curation_history, "java", reruns=2, test_timeout=TEST_TIMEOUT)

@@ -39,11 +39,8 @@ from tasks import (
     Task,
     open_store,
 )
-from tests.curation.histories import PYTHON_EXPECTED, python_curation_history
+from tests.curation.histories import PYTHON_EXPECTED, TEST_TIMEOUT, python_curation_history
 from tests.gitrepo import GitRepo
-
-TEST_TIMEOUT = 10.0
-"""Seconds per run of a cell: the hanging test's three runs cost 30 s."""
 
 
 @dataclass

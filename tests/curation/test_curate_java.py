@@ -4,17 +4,18 @@ file is apart so that xdist curates the Java and the Python history at once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
-from tests.curation.histories import JAVA_EXPECTED, java_curation_history
-from tests.curation.test_curate import Curated, _check_everything, _curated
+from tests.curation.histories import JAVA_EXPECTED, java_history_curated
+from tests.curation.test_curate import Curated, _check_everything
+from tests.gitrepo import GitRepo
 
 
 @pytest.fixture(scope="module")
-def java_curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    yield from _curated(tmp_path_factory.mktemp("java"), "java", java_curation_history, JAVA_EXPECTED)
+def java_curated(tmp_path_factory: pytest.TempPathFactory) -> Curated:
+    """The run's one curation of the Java history, its store copied for this module."""
+    shared = java_history_curated(tmp_path_factory).copy(tmp_path_factory.mktemp("java"))
+    return Curated(GitRepo.opened(shared.repo, shared.shas), shared.db, shared.work, "java", JAVA_EXPECTED)
 
 
 @pytest.mark.maven

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
 from coevo.example import write_example
 from runners.venvs import VENVS_ENV
-from tests.curation.histories import java_curation_history
+from tests.curation.histories import java_history_curated
 from tests.runners.judged import Curated, curated_copy
 from tests.shared import curated_once
 
@@ -34,8 +33,6 @@ def python_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
 
 @pytest.fixture(scope="module")
 def java_tasks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
-    """The Java curation history up to one task of each track, copied for the module's cheats."""
+    """The Java curation history (one task of each track), copied for the module's cheats."""
     root = tmp_path_factory.mktemp("java-adversaries")
-    until = datetime(2024, 5, 5, tzinfo=UTC)  # one task of each track
-    shared = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until)
-    yield curated_copy(root, shared)
+    yield curated_copy(root, java_history_curated(tmp_path_factory))

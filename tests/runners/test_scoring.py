@@ -437,10 +437,9 @@ def test_gold_on_java_tasks_kills_the_focal_mutants_and_an_imported_snapshot_sco
     and the imported store, given a clone of the history, scores both agents as the original."""
     from tests.coevo.test_browse import coevo
     from tests.coevo.test_snapshots import contents, export, results
-    from tests.curation.histories import java_curation_history
+    from tests.curation.histories import java_history_curated
 
-    until = datetime(2024, 5, 5, tzinfo=UTC)  # generation, generation pass old, update positive
-    mine = curated_once(tmp_path_factory, java_curation_history, "java", reruns=1, until=until).copy(tmp_path)
+    mine = java_history_curated(tmp_path_factory).copy(tmp_path)  # one task of each track
     monkeypatch.setenv("COEVO_WORK", str(mine.work))
     db = mine.db
     options = ScoreOptions(backend="local", test_timeout=120, reruns=1)  # reruns: test_strict_success_…
