@@ -848,7 +848,7 @@ _LIST_DISTRIBUTIONS = (
     "print(json.dumps([{'name': d.metadata['Name'], 'version': d.version} for d in m.distributions()]))"
 )
 """What ``pip list --format=json`` prints, read by the interpreter alone (Python 3.8 and newer):
-starting pip costs ten times as much, and venvs are listed two or three times a build."""
+starting pip costs five times as much, and venvs are listed two or three times a build."""
 
 
 def _installed(venv: Path, sandbox: Sandbox, deadline: float) -> dict[str, str]:
