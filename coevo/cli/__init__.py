@@ -64,10 +64,10 @@ from tasks import (
 )
 from web import SiteReport, render_site, render_snapshot_site
 
-from . import __version__
-from .cycle import repository_line, run_cycle
-from .example import write_example
-from .pipeline import EnvironmentRun, build_and_test, environment_of, export, run_pipeline
+from .. import __version__
+from ..cycle import repository_line, run_cycle
+from ..example import write_example
+from ..pipeline import EnvironmentRun, build_and_test, environment_of, export, run_pipeline
 
 # Piped output must not be cut to 80 columns: paths and method names are the payload. Nothing
 # printed is Rich markup: test ids (`test_x[a]`), pip arguments (`.[test,dev]`), messages and

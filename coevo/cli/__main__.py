@@ -1,0 +1,3 @@
+from . import entry_point
+
+entry_point()
