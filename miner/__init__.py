@@ -1,7 +1,7 @@
 """Mining: a repository's git history → method-level test/code co-evolution candidates."""
 
 from .changes import MethodDelta, ParseCache, method_deltas
-from .discover import (
+from .discovery import (
     BUILD_FILES,
     DEFAULT_LIMIT,
     DEFAULT_MIN_COMMITS,
@@ -31,7 +31,15 @@ from .github import (
 from .gitlog import FileChange, LogCommit, iter_log
 from .languages import Language, MethodInfo, ParsedFile, all_languages, get_language
 from .links import ProductionMethod, static_links
-from .mine import Miner, MineRequest, Progress, identify_repositories, mine, register_repository, register_url
+from .mining import (
+    Miner,
+    MineRequest,
+    Progress,
+    identify_repositories,
+    mine,
+    register_repository,
+    register_url,
+)
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
 from .schedule import (
     CYCLE_FUNCTION,

@@ -33,7 +33,7 @@ from tasks import DiscoveredRepository, Store, utcnow
 
 from .github import GitHubClient, GitHubError
 from .languages import get_language
-from .mine import register_url
+from .mining import register_url
 
 PERMISSIVE_LICENCES = frozenset(
     {
