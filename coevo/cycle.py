@@ -24,7 +24,8 @@ from runners import cause_line
 from tasks import CoevoError, Cycle, CycleStatus, Store, Task, open_store, utcnow
 from web import render_site
 
-from .pipeline import run_pipeline, snapshot_if_changed
+from .pipeline import run_pipeline
+from .release import snapshot_if_changed
 
 log = logging.getLogger("coevo.schedule")
 

@@ -19,12 +19,11 @@ from miner import (
     NotARepository,
     Progress,
     detect_language,
-    identify_repositories,
     local_checkout,
     mine,
 )
 from miner.gitlog import git
-from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers, reset_test_file
+from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
 from runners.buildtools import BuildChoice
 from runners.environment import base_images as configured_base_images
 from runners.environment import build_revision, image_plan, jdk_plan, prepare_environment
@@ -36,19 +35,15 @@ from runners.scratch import temporary_dir
 from runners.worktree import export_revision
 from tasks import (
     CoevoError,
-    ExportOptions,
     MiningRun,
     Repository,
     SnapshotInfo,
     Store,
     StoreChanges,
-    Task,
-    changes_since_snapshot,
-    export_snapshot,
 )
 from web import SiteReport, render_site
 
-from . import __version__
+from .release import snapshot_if_changed
 
 
 @dataclass
@@ -128,15 +123,6 @@ def run_pipeline(
         except CoevoError as exc:
             report.errors["site"] = str(exc)
     return report
-
-
-def snapshot_if_changed(store: Store, parent: Path) -> tuple[StoreChanges, SnapshotInfo | None]:
-    """What changed since the newest snapshot in ``parent``, and the snapshot of all tasks
-    written there when the store gained or retired any (None: nothing to release)."""
-    changes = changes_since_snapshot(store, parent)
-    if not changes.changed:
-        return changes, None
-    return changes, export(store, parent, ExportOptions())
 
 
 def split_revision(target: str) -> tuple[str, str]:
@@ -240,22 +226,3 @@ def build_and_test(
         finally:
             runner.close()
     return dataclasses.replace(run, tests=results)
-
-
-def given_test_file(task: Task, repo: Repository) -> str | None:
-    """The test file an agent starts from on ``task``, as scoring resets it, read from the
-    repository's history (for a snapshot row; None: the agent writes the whole file)."""
-    if not repo.path or not Path(repo.path).is_dir():
-        raise CoevoError(
-            f"task {task.id}: the history of {repo.name} is not at {repo.path or 'a known path'}, "
-            "and the reset test file is built from it: clone it there, or export from a store that has it"
-        )
-    given = reset_test_file(task, Path(repo.path))
-    return None if given is None else given.decode("utf-8", errors="replace")
-
-
-def export(store: Store, parent: Path, options: ExportOptions) -> SnapshotInfo:
-    """The snapshot of ``store`` for ``options`` in a new folder of ``parent``. A store from before
-    identities has its repositories identified first: a snapshot names tasks by their stable ids."""
-    identify_repositories(store)
-    return export_snapshot(store, parent, options, __version__, given_test_file)

@@ -50,7 +50,6 @@ from .sandbox import LocalSandbox, Sandbox
 from .tools import TOOLS, tool_jar
 from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
 
-BACKENDS = ("auto", "docker", "local")
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
 REVISION_M2 = "m2"
 """A revision's own Maven repository (Docker), beside its worktree."""

@@ -24,6 +24,9 @@ from tasks import CoevoError
 from .results import UnreadableReport
 from .scratch import owned_folder
 
+BACKENDS = ("auto", "docker", "local")
+"""Where a command may build and run: ``auto`` is Docker when a daemon answers, else the host."""
+
 DEFAULT_OUTPUT_LIMIT = 1 << 20
 """Bytes of stdout (and of stderr) kept per command: the head and the tail, half each."""
 

@@ -1,5 +1,7 @@
 """The static site: a store or a snapshot rendered as plain files (``coevo site``)."""
 
-from .site import SiteError, SiteReport, render_site, render_snapshot_site, repo_page, web_url
+# The API is listed in __init__.pyi (what type checkers read); each name loads its module on first
+# use, so a command imports only the parts it runs (coevo tasks need not load Docker or Maven).
+import lazy_loader
 
-__all__ = ["SiteError", "SiteReport", "render_site", "render_snapshot_site", "repo_page", "web_url"]
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
