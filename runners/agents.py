@@ -48,7 +48,7 @@ from .maven import maven_repository
 from .revisions import work_root
 from .scratch import scratch_root
 from .tools import tools_dir
-from .venvs import venvs_root
+from .venvs import seeds_root, venvs_root
 
 BUILTIN = ("gold", "noop")
 _PLACEHOLDERS = ("workspace", "prompt", "test_file", "methods", "language", "track")
@@ -229,6 +229,7 @@ def protected_folders(store: Store, work: Path | None = None) -> list[Path]:
         *([work] if work else []),
         work_root(),
         venvs_root(),
+        seeds_root(),
         Path(maven_repository()),
         tools_dir(),
         Path.home() / ".cache" / "coevo",

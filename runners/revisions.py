@@ -36,7 +36,7 @@ from .environment import REVISION_M2, Environment, build_revision, prepare_envir
 from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
 from .jdk import JdkPlan, recorded_plan
 from .sides import Side
-from .venvs import venvs_root
+from .venvs import seeds_root, venvs_root
 from .worktree import export_revision
 
 WORK_ENV = "COEVO_WORK"
@@ -180,7 +180,7 @@ def prepare_revision(
                 # Killed from outside (a stopped run, the OOM killer): not the revision's fault.
                 raise BuildInterrupted(f"the build of {sha[:10]} was killed; it is retried next run")
             if not built.ok and (
-                full := _full_disk(built, [folder, venvs_root(), Path(tempfile.gettempdir())])
+                full := _full_disk(built, [folder, venvs_root(), seeds_root(), Path(tempfile.gettempdir())])
             ):
                 raise full  # the machine's fault: nothing is recorded, the build is retried
             record = {

@@ -12,10 +12,11 @@ distribution but the venv's seeds and the revision's own, and ``python==X.Y.Z``)
 carries those as :attr:`~runners.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
 with ``pip install -c``, undated: a release made since changes nothing.
 
-A venv starts as a copy of its interpreter's seed (``.seed-*`` in the venvs root: the venv
-``python -m venv`` makes, its pip brought to the pinned version), made once by coevo's own
-steps: a project's install never has the seed writable (in Docker only its own venv and staging
-copy are), so no revision changes what the next one starts from.
+A venv starts as a copy of its interpreter's seed (``.seed-*`` in :func:`seeds_root`, the venvs
+root unless ``$COEVO_SEEDS`` names another: the venv ``python -m venv`` makes, its pip brought to
+the pinned version), made once by coevo's own steps: a project's install never has the seed
+writable (in Docker only its own venv and staging copy are), so no revision changes what the next
+one starts from, and venvs roots may share their seeds.
 
 Revisions are built as of their time: pip installs only what was uploaded before the
 revision's commit day (``--uploaded-prior-to``, :attr:`~runners.envspec.EnvSpec.packages_before`),
@@ -78,6 +79,9 @@ from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_bene
 
 VENVS_ENV = "COEVO_VENVS"
 """Environment variable naming the folder that holds the venvs (default ``~/.cache/coevo/venvs``)."""
+SEEDS_ENV = "COEVO_SEEDS"
+"""Environment variable naming the folder that holds the seeds venvs start from (default: the
+venvs folder)."""
 DEFAULT_INSTALL_TIMEOUT = 1800.0
 MARKER = "coevo-ready.json"
 """Written last into a finished venv; a venv folder without it is rebuilt."""
@@ -86,7 +90,7 @@ _LAYOUT = "4"
 """Bumped when the way venvs are built changes, so old ones are not reused (2: dated installs,
 pinned pip and test tools; 4: a local project's files outside site-packages stripped too)."""
 _SEED_PREFIX = ".seed-"
-"""Names the folders of :func:`_seed` in the venvs root."""
+"""Names the folders of :func:`_seed` in the seeds root (:func:`seeds_root`)."""
 _SEED_MARKER = "coevo-seed.json"
 """Written last into a finished seed (a seed is no venv: it has no :data:`MARKER`)."""
 UNDATED = ".undated"
@@ -475,6 +479,13 @@ def venvs_root() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "coevo" / "venvs"
 
 
+def seeds_root() -> Path:
+    """The folder holding the seeds (:func:`_seed`): ``$COEVO_SEEDS`` or the venvs folder. A seed
+    holds only what coevo's own steps made, so venvs folders may share one seeds folder."""
+    configured = os.environ.get(SEEDS_ENV)
+    return Path(configured) if configured else venvs_root()
+
+
 def venv_for(
     spec: EnvSpec,
     worktree: Path,
@@ -672,7 +683,7 @@ def _build(
 ) -> None:
     """Creates the venv and runs the installs in a sandbox where only it and the staging copy are
     writable (in Docker, a container of their own: the revision's later steps see the venv read-only)."""
-    _clone(_seed(venv.parent, found, sandbox, deadline), venv)
+    _clone(_seed(seeds_root(), found, sandbox, deadline), venv)
     staging = Path(tempfile.mkdtemp(prefix=f"{venv.name}.src-", dir=venv.parent))
     try:
         copy = staging / "project"

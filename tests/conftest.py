@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from runners.venvs import VENVS_ENV
-from tests.shared import run_venvs
+from runners.venvs import SEEDS_ENV, VENVS_ENV
+from tests.shared import run_folder, run_venvs
 
 
 def _docker_answers() -> bool:
@@ -28,9 +28,11 @@ CHROMIUM = os.environ.get("COEVO_CHROMIUM", "/usr/bin/chromium")
 def _venvs_of_the_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``$COEVO_VENVS`` for the whole run: one folder its xdist workers share (coevo keys venvs by
     content and locks each build, as it does for users), never the user's own cache. A test that
-    looks at venvs themselves (how they are built, what untrusted code can write) sets its own."""
+    looks at venvs themselves (how they are built, what untrusted code can write) sets its own,
+    and shares the run's seeds (``$COEVO_SEEDS``) unless it looks at those too."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(VENVS_ENV, str(run_venvs(tmp_path_factory)))
+        patch.setenv(SEEDS_ENV, str(run_folder(tmp_path_factory) / "seeds"))
         yield
 
 

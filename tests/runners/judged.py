@@ -76,6 +76,7 @@ def curated_copy(root: Path, shared: Shared) -> Curated:
     env = {
         "COEVO_WORK": str(root / "work"),
         "COEVO_VENVS": str(root / "venvs"),
+        "COEVO_SEEDS": str(root / "venvs"),  # fingerprinted with the venvs
         "COEVO_M2": str(root / "m2"),
     }
     seed = root / "m2" / "org" / "example" / "seed" / "1.0" / "seed-1.0.jar"

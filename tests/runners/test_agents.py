@@ -194,6 +194,7 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Layout:
     for name, folder in (
         ("COEVO_WORK", work),
         ("COEVO_VENVS", tmp_path / "cache" / "coevo" / "venvs"),
+        ("COEVO_SEEDS", tmp_path / "seeds"),
         ("COEVO_M2", tmp_path / "m2"),
         ("COEVO_TOOLS", tmp_path / "tools"),
     ):
@@ -229,7 +230,7 @@ def test_mounts_near_coevo_data_or_a_clone_are_refused(layout: Layout) -> None:
     # COEVO_WORK, an ancestor of it, and coevo's other caches.
     assert f"holds {layout.work}" in _mount_error(layout.root / "cache", layout.protected)
     assert f"is {layout.work}" in _mount_error(layout.work, layout.protected)
-    for cache in ("m2", "tools", "cache/coevo/venvs"):
+    for cache in ("m2", "tools", "cache/coevo/venvs", "seeds"):
         assert f"is {layout.root / cache}," in _mount_error(layout.root / cache, layout.protected)
     # A repository's clone: its history holds the gold tests.
     assert f"is {layout.clone}" in _mount_error(layout.clone, layout.protected)

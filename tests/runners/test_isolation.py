@@ -110,6 +110,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     root = tmp_path_factory.mktemp("isolation")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("COEVO_VENVS", str(root / "venvs"))
+        patch.delenv("COEVO_SEEDS", raising=False)  # the seeds in the victims' venvs folder
         patch.setenv("COEVO_M2", str(root / "m2"))
         jar = root / "m2" / SHARED_JAR
         jar.parent.mkdir(parents=True)

@@ -23,6 +23,7 @@ from runners.results import cause_line
 from runners.sandbox import ExecResult
 from runners.venvs import (
     MARKER,
+    SEEDS_ENV,
     VENVS_ENV,
     VenvBuildFailed,
     _worth_retrying,
@@ -591,8 +592,12 @@ def test_an_unchanged_spec_reuses_its_venv(plain: Path) -> None:
 
 
 @pytest.mark.slow
-def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(tmp_path: Path) -> None:
-    root = write(tmp_path, {"requirements.txt": "six\n# built concurrently\n"})
+def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seeds = tmp_path / "seeds"
+    monkeypatch.setenv(SEEDS_ENV, str(seeds))
+    root = write(tmp_path / "project", {"requirements.txt": "six\n# built concurrently\n"})
     spec = EnvSpec("python", "3.11", "pip", install=(("-r", "requirements.txt"),))
     installs: list[Sequence[str]] = []
     venvs: list[Path] = []
@@ -618,10 +623,15 @@ def test_venvs_build_once_rebuild_without_a_marker_and_follow_file_changes(tmp_p
     other = venv_for(spec, root, CountingSandbox(root, installs))
     assert other != venv
     assert len(installs) == 3
-    # Every venv is a copy of one seed (the interpreter's venv with its pip pinned), made once,
-    # whose copies name their own folder: their pip runs from and installs into them.
-    assert len([seed for seed in venv.parent.glob(".seed-*") if seed.is_dir()]) == 1
-    for made in (venv, other):
+    # Every venv is a copy of one seed (the interpreter's venv with its pip pinned), made once in
+    # $COEVO_SEEDS and shared by another venvs folder, whose copies name their own folder: their
+    # pip runs from and installs into them.
+    monkeypatch.setenv(VENVS_ENV, str(tmp_path / "other-venvs"))
+    elsewhere = venv_for(spec, root, CountingSandbox(root, installs))
+    assert elsewhere.parent == tmp_path / "other-venvs" and len(installs) == 4
+    assert len(list(seeds.glob(".seed-*"))) == 1
+    assert not list(venv.parent.glob(".seed-*")) and not list(elsewhere.parent.glob(".seed-*"))
+    for made in (venv, other, elsewhere):
         assert (made / "bin" / "pip").read_text().startswith(f"#!{made}/bin/python")
         said = subprocess.run([made / "bin" / "pip", "--version"], capture_output=True, text=True, check=True)
         assert f"from {made}/lib/" in said.stdout and ".seed-" not in said.stdout, said.stdout
