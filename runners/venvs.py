@@ -683,7 +683,11 @@ def _build(
 ) -> None:
     """Creates the venv and runs the installs in a sandbox where only it and the staging copy are
     writable (in Docker, a container of their own: the revision's later steps see the venv read-only)."""
-    _clone(_seed(seeds_root(), found, sandbox, deadline), venv)
+    seed = _seed(seeds_root(), found, sandbox, deadline)
+    try:
+        _clone(seed, venv)
+    except OSError as exc:  # a full disk, say: the build fails and the venv is made again next time
+        raise VenvBuildFailed(f"cannot copy the seed {seed.name} into {venv}: {_copy_error(exc)}") from None
     staging = Path(tempfile.mkdtemp(prefix=f"{venv.name}.src-", dir=venv.parent))
     try:
         copy = staging / "project"
@@ -761,6 +765,13 @@ def _made_once(folder: Path, marker: str, deadline: float, make: Callable[[], No
         except BaseException:
             shutil.rmtree(folder, ignore_errors=True)
             raise
+
+
+def _copy_error(exc: OSError) -> str:
+    """What stopped a copy: the first file's reason when ``shutil.copytree`` gathered several."""
+    if isinstance(exc, shutil.Error) and exc.args and isinstance(exc.args[0], list) and exc.args[0]:
+        return str(exc.args[0][0][-1])
+    return str(exc)
 
 
 def _clone(seed: Path, venv: Path) -> None:
