@@ -1,19 +1,8 @@
-"""The `coevo` command line, one module per stage: each command parses, calls one library
-function, prints.
-
-=================  ===========================================================
-``mining``         mine, discover
-``curating``       curate, funnel, revalidate
-``scoring``        score, leaderboard, show-run
-``browsing``       candidates, tasks, show-task
-``publishing``     export, verify, import, snapshots, site
-``live``           run, example, schedule, daemon, cycles
-``environments``   env
-=================  ===========================================================
-
-``options`` holds what several commands share: the options, the consoles, the progress bar.
-A command's module is imported when the command runs (or lists its help), so ``coevo tasks``
-loads no Docker, Maven or curation code.
+"""The `coevo` command line, one module per stage (mining, curating, scoring, browsing, publishing,
+live, environments; :data:`_COMMANDS` says which holds each command): each command parses, calls
+one library function, prints. ``options`` holds what several commands share: the options, the
+consoles, the progress bar. A command's module is imported when the command runs (or lists its
+help), so ``coevo tasks`` loads no Docker, Maven or curation code.
 """
 
 from __future__ import annotations

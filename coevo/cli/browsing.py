@@ -25,11 +25,11 @@ from tasks import (
 
 from .options import (
     LIMIT,
-    TEXT_LIMIT,
     common,
     opened_store,
     out,
     parse_date,
+    rows_shown,
     visible,
     window,
 )
@@ -59,15 +59,13 @@ def candidates(
     Example: coevo candidates --kind inserted --json
     """
     since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
-    if limit is None:
-        limit = 0 if as_json else TEXT_LIMIT
     listing = list_candidates(
         opened_store(db, write=False),
         repository=repo,
         kind=TestChangeKind(kind) if kind else None,
         since=since_date,
         until=until_date,
-        limit=limit or None,
+        limit=rows_shown(limit, as_json),
     )
     if as_json:
         click.echo(listing.model_dump_json(indent=2))
@@ -133,8 +131,6 @@ def tasks_command(
     Example: coevo tasks --track generation --since 2025-01-01
     """
     since_date, until_date = parse_date(since, "--since"), parse_date(until, "--until")
-    if limit is None:
-        limit = 0 if as_json else TEXT_LIMIT
     listing = list_tasks(
         opened_store(db, write=False),
         repository=repo,
@@ -143,7 +139,7 @@ def tasks_command(
         since=since_date,
         until=until_date,
         statuses=[TaskStatus(status) for status in statuses],
-        limit=limit or None,
+        limit=rows_shown(limit, as_json),
     )
     if as_json:
         payload = {

@@ -20,6 +20,7 @@ from .options import (
     BACKEND,
     BASE_IMAGE,
     CURATING_RISK,
+    RERUNS,
     base_images_of,
     chosen_backend,
     common,
@@ -33,13 +34,7 @@ from .options import (
 )
 
 _CURATION_OPTIONS = (
-    click.option(
-        "--reruns",
-        type=click.IntRange(min=1),
-        default=3,
-        show_default=True,
-        help="Runs of every matrix cell; runs that disagree make the cell flaky.",
-    ),
+    RERUNS,
     click.option(
         "--timeout",
         "test_timeout",

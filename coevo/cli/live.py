@@ -33,6 +33,8 @@ from .options import (
     BACKEND,
     CURATING_RISK,
     LIMIT,
+    RERUNS,
+    SINCE,
     chosen_backend,
     common,
     err,
@@ -212,15 +214,9 @@ def schedule_group() -> None:
     type=click.Choice(["java", "python"]),
     help="Mine the repositories coevo discover --add registered for this language.",
 )
-@click.option("--since", metavar="DATE", help="Only commits on or after this date (YYYY-MM-DD).")
+@SINCE
 @click.option("--curate/--no-curate", default=True, show_default=True, help="Curate what each cycle mined.")
-@click.option(
-    "--reruns",
-    type=click.IntRange(min=1),
-    default=3,
-    show_default=True,
-    help="Runs of every matrix cell; runs that disagree make the cell flaky.",
-)
+@RERUNS
 @click.option(
     "--snapshots",
     type=click.Path(path_type=Path, file_okay=False),

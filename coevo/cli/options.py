@@ -71,13 +71,24 @@ def common(command: Callable[..., None]) -> Callable[..., None]:
     )(command)
 
 
+SINCE = click.option("--since", metavar="DATE", help="Only commits on or after this date (YYYY-MM-DD).")
+
+
 def window(command: Callable[..., None]) -> Callable[..., None]:
     command = click.option("--until", metavar="DATE", help="Only commits before this date (YYYY-MM-DD).")(
         command
     )
-    return click.option("--since", metavar="DATE", help="Only commits on or after this date (YYYY-MM-DD).")(
-        command
-    )
+    return SINCE(command)
+
+
+RERUNS = click.option(
+    "--reruns",
+    type=click.IntRange(min=1),
+    default=3,
+    show_default=True,
+    help="Runs of every matrix cell; runs that disagree make the cell flaky.",
+)
+"""Curation's reruns: ``coevo run`` and ``curate`` take it, and ``schedule add`` for its cycles."""
 
 
 BACKEND = click.option(
@@ -185,6 +196,13 @@ LIMIT = click.option(
     type=click.IntRange(min=0),
     help=f"Show at most this many; 0 for all [default: {TEXT_LIMIT} in text, all in JSON].",
 )
+
+
+def rows_shown(limit: int | None, as_json: bool) -> int | None:
+    """``--limit`` as the listing functions take it: None for every row."""
+    if limit is None:
+        limit = 0 if as_json else TEXT_LIMIT
+    return limit or None
 
 
 @contextmanager
