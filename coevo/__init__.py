@@ -4,6 +4,6 @@
 # use, so the command line starts without loading the pipeline.
 import lazy_loader
 
-__version__ = "0.1.0"
+from .version import __version__ as __version__
 
 __getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

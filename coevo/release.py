@@ -20,7 +20,7 @@ from tasks import (
     export_snapshot,
 )
 
-from . import __version__
+from .version import __version__
 
 
 def export(store: Store, parent: Path, options: ExportOptions) -> SnapshotInfo:
