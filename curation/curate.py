@@ -31,7 +31,8 @@ from sqlmodel import col, select
 from miner import identify_repositories
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
-from miner.languages import Language, get_language
+from miner.languages import get_language
+from miner.parsing import Language
 from runners import (
     MESSAGE_LIMIT,
     Coverage,

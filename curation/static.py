@@ -17,7 +17,7 @@ from pathlib import Path, PurePosixPath
 from miner.errors import SourceSyntaxError
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import diff_blobs
-from miner.languages import Language
+from miner.parsing import Language
 from runners import GitTree
 from runners.pruning import is_setup
 

@@ -29,7 +29,7 @@ from .github import (
     SystemClock,
 )
 from .gitlog import FileChange, LogCommit, iter_log
-from .languages import Language, MethodInfo, ParsedFile, all_languages, get_language
+from .languages import all_languages, get_language
 from .links import ProductionMethod, static_links
 from .mining import (
     Miner,
@@ -41,6 +41,7 @@ from .mining import (
     register_url,
 )
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs
+from .parsing import Language, MethodInfo, ParsedFile
 from .schedule import (
     CYCLE_FUNCTION,
     BadCron,

@@ -20,9 +20,9 @@ from .changes import MethodDelta, ParseCache, method_deltas
 from .errors import SourceSyntaxError
 from .files import FilePatterns, FileRole
 from .gitlog import BlobChange, BlobReader, diff_blobs, unified_diff
-from .languages import Language, MethodInfo, MethodScan, ParsedFile
 from .links import ProductionMethod, static_links
 from .pairs import PairPlan
+from .parsing import Language, MethodInfo, MethodScan, ParsedFile
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from pathlib import PurePosixPath
 from tasks import MethodChangeKind, TestChangeKind
 
 from .errors import SourceSyntaxError
-from .languages import MethodInfo, ParsedFile
+from .parsing import MethodInfo, ParsedFile
 
 
 @dataclass(frozen=True)

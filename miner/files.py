@@ -7,7 +7,7 @@ from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
-from .languages import Language
+from .parsing import Language
 
 _DEFAULT_EXCLUDES: dict[str, tuple[str, ...]] = {
     "java": ("**/package-info.java", "package-info.java", "module-info.java", "**/module-info.java"),

@@ -2,11 +2,11 @@
 
 :func:`parse_java` walks the type declarations of a compilation unit (classes,
 interfaces, enums, records, annotation types, nested at any depth) and returns one
-:class:`~miner.languages.MethodInfo` per method or constructor. Code inside a method
+:class:`~miner.parsing.MethodInfo` per method or constructor. Code inside a method
 body (lambdas, anonymous and local classes) belongs to that method and is never
 listed on its own.
 
-Importing this module registers the ``java`` :class:`~miner.languages.Language`.
+``JAVA`` is the ``java`` :class:`~miner.parsing.Language` (listed in :mod:`miner.languages`).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tree_sitter import Language as TSLanguage
 from tree_sitter import Node, Parser
 
 from .errors import SourceSyntaxError
-from .languages import Language, MethodInfo, MethodScan, ParsedFile, register_language
+from .parsing import Language, MethodInfo, MethodScan, ParsedFile
 
 # Node types of tree-sitter-java (0.23) this module relies on.
 _TYPE_DECLARATIONS = frozenset(
@@ -565,22 +565,20 @@ def _simple_name(node: Node) -> str:
     return _node_text(node)
 
 
-JAVA = register_language(
-    Language(
-        name="java",
-        suffixes=(".java",),
-        scan=scan_java_method,
-        test_globs=(
-            "src/test/**",
-            "**/src/test/**",
-            "*Test.java",
-            "*Tests.java",
-            "Test*.java",
-            "*IT.java",
-            "*TestCase.java",
-        ),
-        parse=parse_java,
-        build_files=("pom.xml", "mvnw"),
-    )
+JAVA = Language(
+    name="java",
+    suffixes=(".java",),
+    scan=scan_java_method,
+    test_globs=(
+        "src/test/**",
+        "**/src/test/**",
+        "*Test.java",
+        "*Tests.java",
+        "Test*.java",
+        "*IT.java",
+        "*TestCase.java",
+    ),
+    parse=parse_java,
+    build_files=("pom.xml", "mvnw"),
 )
-"""The Java language, registered on import."""
+"""The Java language (a row of :data:`miner.languages.LANGUAGES`)."""

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 
 from tasks import LinkProvenance, MethodChangeKind
 
-from .languages import MethodInfo
+from .parsing import MethodInfo
 
 _CONSTRUCTOR_NAMES = {"__init__", "__new__", "__post_init__"}
 _TEST_AFFIXES = re.compile(r"^(Test)|(Tests|Test|IT|TestCase|Spec)$")

@@ -10,7 +10,7 @@ import tokenize
 import warnings
 
 from .errors import SourceSyntaxError
-from .languages import Language, MethodInfo, MethodScan, ParsedFile, register_language
+from .parsing import Language, MethodInfo, MethodScan, ParsedFile
 
 _SKIPPED_TOKENS = {
     tokenize.COMMENT,
@@ -235,21 +235,19 @@ def _tokens(source: str, tree: ast.AST | None = None) -> tuple[str, ...]:
         return tuple(source.split())
 
 
-PYTHON = register_language(
-    Language(
-        name="python",
-        suffixes=(".py",),
-        scan=scan_python_function,
-        test_globs=(
-            "test_*.py",
-            "*_test.py",
-            "tests/**",
-            "**/tests/**",
-            "test/**",
-            "**/test/**",
-            "conftest.py",
-        ),
-        parse=parse_python,
-        build_files=("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "tox.ini"),
-    )
+PYTHON = Language(
+    name="python",
+    suffixes=(".py",),
+    scan=scan_python_function,
+    test_globs=(
+        "test_*.py",
+        "*_test.py",
+        "tests/**",
+        "**/tests/**",
+        "test/**",
+        "**/test/**",
+        "conftest.py",
+    ),
+    parse=parse_python,
+    build_files=("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt", "tox.ini"),
 )

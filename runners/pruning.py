@@ -14,7 +14,8 @@ import re
 from collections.abc import Iterable
 
 from miner.errors import SourceSyntaxError
-from miner.languages import MethodInfo, ParsedFile, get_language
+from miner.languages import get_language
+from miner.parsing import MethodInfo, ParsedFile
 
 SETUP_ANNOTATION = re.compile(r"@(Before|After)(Each|All|Class)?\b|@pytest\.fixture\(\s*autouse\s*=\s*True")
 """What makes a method run around every test of its file without being called (JUnit, pytest)."""

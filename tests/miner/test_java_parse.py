@@ -8,7 +8,8 @@ import pytest
 
 from miner.errors import SourceSyntaxError
 from miner.java import JAVA, parse_java, scan_java_method
-from miner.languages import MethodInfo, get_language
+from miner.languages import get_language
+from miner.parsing import MethodInfo
 
 
 def _java(text: str) -> bytes:
