@@ -7,20 +7,10 @@ from .buildtools import (
     Coverage,
     TestRun,
     UnknownBuildTool,
-    build_tool,
-    get_build_tool,
 )
 from .docker_sandbox import DockerSandbox, DockerUnavailable, Mount, docker_client, remove_leftovers
 from .environment import BackendUnsupported, Environment, prepare_environment, resolve_backend
-from .envspec import (
-    BrokenBuildFile,
-    EnvSpec,
-    FolderTree,
-    GitTree,
-    NoBuildFound,
-    TreeReader,
-    detect_env,
-)
+from .envspec import BrokenBuildFile, EnvSpec, NoBuildFound, detect_env
 from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
 from .jdk import Jdk, JdkPlan, NoSuitableJdk, choose_jdk, find_jdks
 from .leftovers import remove_dead_leftovers
@@ -28,15 +18,17 @@ from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
 from .pytest_tool import PytestTool
 from .results import MESSAGE_LIMIT, Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml
 from .sandbox import BACKENDS, ExecResult, LocalSandbox, Sandbox
+from .toolchains import TOOLCHAINS, Toolchain, get_build_tool
 from .tools import ToolDownloadFailed, UnknownTool, tool_jar
 from .venvs import NoPython, VenvBuildFailed, find_python, venv_for
 from .workspace import reset_test_file
-from .worktree import WorktreeFailed, export_revision
+from .worktree import FolderTree, GitTree, TreeReader, WorktreeFailed, export_revision
 
 __all__ = [
     "BACKENDS",
     "CROSS_CLASSES_DIR",
     "MESSAGE_LIMIT",
+    "TOOLCHAINS",
     "BackendUnsupported",
     "BrokenBuildFile",
     "BuildChoice",
@@ -68,6 +60,7 @@ __all__ = [
     "TestResult",
     "TestRun",
     "ToolDownloadFailed",
+    "Toolchain",
     "TreeReader",
     "UnknownBuildTool",
     "UnknownTool",
@@ -76,7 +69,6 @@ __all__ = [
     "base_image_plan",
     "bounded",
     "build_image",
-    "build_tool",
     "cause_line",
     "choose_jdk",
     "detect_env",

@@ -1,10 +1,11 @@
-"""Build tools register here by name; curation and scoring look them up from an EnvSpec."""
+"""What a build tool is and gives (:class:`BuildTool`, :class:`BuildResult`, :class:`TestRun`); the
+build tools themselves are listed in :mod:`runners.toolchains`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from tasks import CoevoError
 
@@ -14,7 +15,7 @@ from .sandbox import ExecResult, Sandbox
 
 
 class UnknownBuildTool(CoevoError):
-    """An EnvSpec names a build tool no module registered."""
+    """An EnvSpec names a build tool :mod:`runners.toolchains` does not list."""
 
 
 @dataclass(frozen=True)
@@ -83,31 +84,3 @@ class BuildTool(Protocol):
         coverage: bool = False,
     ) -> TestRun:
         """Runs the tests (``pkg.Class#method`` or pytest node ids) and reads their outcomes."""
-
-
-T = TypeVar("T")
-_REGISTRY: dict[str, Callable[[], BuildTool]] = {}
-
-
-def build_tool(*names: str) -> Callable[[T], T]:
-    """Registers a build tool class (constructed without arguments) under ``names``."""
-
-    def register(cls: T) -> T:
-        for name in names:
-            _REGISTRY[name] = cls  # type: ignore[assignment]
-        return cls
-
-    return register
-
-
-def get_build_tool(name: str) -> BuildTool:
-    """The build tool registered as ``name`` (``maven``, ``maven-wrapper``, ``pip``)."""
-    _load_builtin_tools()
-    try:
-        return _REGISTRY[name]()
-    except KeyError:
-        raise UnknownBuildTool(f"no build tool {name!r}; known: {', '.join(sorted(_REGISTRY))}") from None
-
-
-def _load_builtin_tools() -> None:
-    from . import maven, pytest_tool  # noqa: F401  (register on import)

@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Iterable
 from pathlib import Path, PurePosixPath
 
-from .envspec import GitTree
+from .worktree import GitTree
 
 BEHAVIOUR = "behaviour"
 PRODUCTION_API = "production_api"

@@ -24,10 +24,10 @@ from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildResult, BuildTool, get_build_tool
+from .buildtools import BuildResult, BuildTool
 from .docker_sandbox import TEST_USER, WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
 from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from .envspec import EnvSpec, FolderTree, maven_download_urls, maven_repository_urls, resolve_python
+from .envspec import EnvSpec, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
     IMAGE_DEPS_REPO,
     IMAGE_JDKS,
@@ -47,8 +47,10 @@ from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, ret
 from .maven import MavenTool, maven_repository
 from .pytest_tool import PytestTool
 from .sandbox import LocalSandbox, Sandbox
+from .toolchains import get_build_tool
 from .tools import TOOLS, tool_jar
 from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
+from .worktree import FolderTree
 
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
 REVISION_M2 = "m2"

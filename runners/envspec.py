@@ -18,12 +18,12 @@ from configparser import Error as ConfigError
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path, PurePosixPath
-from typing import Protocol
 
 from tasks import CoevoError
 
 from .pythons import RELEASES, Declared, choose_python, day_of, declared_pythons, packages_before
 from .testdeps import declared_test_installs, dependency_groups, plugin_needs
+from .worktree import TreeReader
 
 DEFAULT_JAVA = "17"
 DEFAULT_PYTHON = "3.11"
@@ -50,78 +50,6 @@ class BrokenBuildFile(CoevoError):
 
 class NoBuildFound(CoevoError):
     """A revision with no build that coevo knows (no pom.xml, no Python project files)."""
-
-
-class TreeReader(Protocol):
-    """Read access to one revision's files."""
-
-    def read(self, path: str) -> bytes | None:
-        """The file's bytes, or None when it does not exist."""
-
-    def exists(self, path: str) -> bool: ...
-
-    def list_dir(self, path: str) -> list[str]:
-        """The names of the files directly in folder ``path`` (none when it does not exist)."""
-
-
-@dataclass(frozen=True)
-class GitTree:
-    """A revision of a git repository, read with ``git show``; no checkout needed."""
-
-    repo: Path
-    revision: str
-
-    def read(self, path: str) -> bytes | None:
-        result = subprocess.run(
-            ["git", "-C", str(self.repo), "show", f"{self.revision}:{path}"],
-            capture_output=True,
-            check=False,
-        )
-        return result.stdout if result.returncode == 0 else None
-
-    def exists(self, path: str) -> bool:
-        result = subprocess.run(
-            ["git", "-C", str(self.repo), "cat-file", "-e", f"{self.revision}:{path}"],
-            capture_output=True,
-            check=False,
-        )
-        return result.returncode == 0
-
-    def files(self) -> list[str]:
-        """Every file's path in the revision."""
-        result = subprocess.run(
-            ["git", "-C", str(self.repo), "ls-tree", "-r", "--name-only", "-z", self.revision],
-            capture_output=True,
-            check=True,
-        )
-        return [path for path in result.stdout.decode("utf-8", errors="replace").split("\0") if path]
-
-    def list_dir(self, path: str) -> list[str]:
-        result = subprocess.run(
-            ["git", "-C", str(self.repo), "ls-tree", "--name-only", self.revision, f"{path.rstrip('/')}/"],
-            capture_output=True,
-            check=False,
-        )
-        names = result.stdout.decode(errors="replace").splitlines() if result.returncode == 0 else []
-        return sorted(PurePosixPath(name).name for name in names)
-
-
-@dataclass(frozen=True)
-class FolderTree:
-    """A folder on disk (a checkout or a scratch worktree)."""
-
-    root: Path
-
-    def read(self, path: str) -> bytes | None:
-        target = self.root / path
-        return target.read_bytes() if target.is_file() else None
-
-    def exists(self, path: str) -> bool:
-        return (self.root / path).exists()
-
-    def list_dir(self, path: str) -> list[str]:
-        folder = self.root / path
-        return sorted(entry.name for entry in folder.iterdir() if entry.is_file()) if folder.is_dir() else []
 
 
 @dataclass(frozen=True)

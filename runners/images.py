@@ -30,7 +30,7 @@ from .envspec import EnvSpec
 from .jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
 from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
 from .scratch import temporary_dir
-from .tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, PIT_JUNIT5_VERSION, PIT_VERSION, TOOLS
+from .tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, TOOLS, pit_pom
 
 DEFAULT_FROM = "debian:bookworm-slim"
 CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
@@ -44,7 +44,6 @@ IMAGE_PIT = "/opt/coevo/pit/lib"
 """PIT's command line and its dependencies, one jar each, in Java base images."""
 IMAGE_PER_TEST_COVERAGE = "/opt/coevo/per-test-coverage"
 """The per-test coverage listener, compiled by the image's JDK when it is built."""
-PIT = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
 # What Debian bookworm packages: one Python serves every older request.
 _DEBIAN_PYTHON = "3.11"
 JDK_SUITES = {8: "sid", 11: "bullseye", 17: "bookworm", 21: "trixie", 25: "trixie"}
@@ -148,7 +147,7 @@ def base_image_plan(
         context += [(f"tools/{name}", path) for name, path in sorted(jars.items())]
         if maven_archive is not None:
             context.append(("tools/maven.tar.gz", maven_archive))
-        files.append(("pit/pom.xml", _templates.get_template("pit-pom.xml.j2").render(**PIT).encode()))
+        files.append(("pit/pom.xml", pit_pom().encode()))
         per_test_jars = [TOOLS[name].file_name for name in PER_TEST_COVERAGE_JARS]
         if not set(per_test_jars) <= set(jars):
             per_test_jars = []  # an image without coevo's tools gets no listener

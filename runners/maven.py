@@ -25,7 +25,7 @@ from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
+from .buildtools import BuildChoice, BuildResult, Coverage, TestRun
 from .envspec import EnvSpec
 from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
 from .mutation import (
@@ -241,7 +241,6 @@ class _CoverageScope:
     """The JaCoCo agent's ``includes``: the packages of those classes, two levels deep, or ``*``."""
 
 
-@build_tool("maven", "maven-wrapper")
 class MavenTool:
     """Builds with Maven (or its wrapper), runs tests with the JUnit console launcher.
 

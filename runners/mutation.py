@@ -28,7 +28,7 @@ from tasks import InfrastructureError
 
 from .results import UnreadableReport
 from .sandbox import ExecResult
-from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, tools_dir
+from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, pit_pom, tools_dir
 
 DETECTED = frozenset({"KILLED", "TIMED_OUT", "MEMORY_ERROR", "RUN_ERROR"})
 """PIT's statuses of a mutant the tests noticed."""
@@ -448,11 +448,9 @@ def pit_jars(cache: Path | None = None) -> list[Path]:
     folder = (cache or tools_dir()) / f"pit-{PIT_VERSION}"
     done = folder / ".complete"
     if not done.is_file():
-        from .images import PIT, _templates  # the pom the images use
-
         folder.mkdir(parents=True, exist_ok=True)
         pom = folder / "pom.xml"
-        pom.write_text(_templates.get_template("pit-pom.xml.j2").render(**PIT))
+        pom.write_text(pit_pom())
         result = subprocess.run(
             [
                 "mvn",

@@ -26,7 +26,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .buildtools import BuildChoice, BuildResult, Coverage, TestRun, build_tool
+from .buildtools import BuildChoice, BuildResult, Coverage, TestRun
 from .envspec import EnvSpec
 from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
 from .results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
@@ -220,7 +220,6 @@ with open(sys.argv[2], "w", encoding="utf-8") as out:
 """
 
 
-@build_tool("pip")
 class PytestTool:
     """pip-installed dependencies in a shared venv; pytest over the worktree's own code."""
 

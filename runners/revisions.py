@@ -33,11 +33,11 @@ from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, d
 
 from .buildtools import BuildChoice, BuildResult
 from .environment import REVISION_M2, Environment, build_revision, prepare_environment
-from .envspec import EnvSpec, GitTree, commit_date, detect_env, maven_build_files
+from .envspec import EnvSpec, commit_date, detect_env, maven_build_files
 from .jdk import JdkPlan, recorded_plan
 from .sides import Side
 from .venvs import seeds_root, venvs_root
-from .worktree import export_revision
+from .worktree import GitTree, export_revision
 
 WORK_ENV = "COEVO_WORK"
 _LAYOUT = 4

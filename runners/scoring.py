@@ -64,7 +64,6 @@ from .buildtools import BuildChoice, Coverage, TestRun
 from .causes import TEST_CODE, failure_cause, packages_of
 from .docker_sandbox import DockerSandbox, Mount, docker_client
 from .environment import resolve_backend
-from .envspec import GitTree
 from .histories import check_repo_dirs, task_history
 from .judge_tree import judge_tree
 from .leftovers import remove_dead_leftovers
@@ -87,6 +86,7 @@ from .workspace import (
     reset_test_file,
     tree_state,
 )
+from .worktree import GitTree
 
 FAILS_ON_OLD = frozenset({"fail", "error", "compile_error"})
 """What counts as failing on the old code, as for curation's NO cell: a test that skips itself,

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 
 if TYPE_CHECKING:
-    from .envspec import TreeReader
+    from .worktree import TreeReader
 
 _WORKFLOWS = ".github/workflows"
 _TEST_ENVS = ("test", "tests", "testing", "py", "pytest", "unit", "unittests")

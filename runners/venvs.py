@@ -73,9 +73,10 @@ from tasks import CoevoError, MissingToolchain
 
 from .buildtools import BuildChoice
 from .egress import urls_in
-from .envspec import EnvSpec, FolderTree, TreeReader
+from .envspec import EnvSpec
 from .pythons import minor_key
 from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
+from .worktree import FolderTree, TreeReader
 
 VENVS_ENV = "COEVO_VENVS"
 """Environment variable naming the folder that holds the venvs (default ``~/.cache/coevo/venvs``)."""

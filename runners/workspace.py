@@ -23,8 +23,7 @@ from pathlib import Path
 
 from tasks import CoevoError, Task, Track
 
-from .envspec import GitTree
-from .worktree import export_revision
+from .worktree import GitTree, export_revision
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "coevo",
