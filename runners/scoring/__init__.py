@@ -1,0 +1,4 @@
+"""Scoring: agents and their workspaces, judge trees, success rules, why a test fails (causes),
+the gold check, the judge and the leaderboard.
+
+Uses every other part of :mod:`runners`."""
