@@ -37,8 +37,8 @@ from sqlmodel import col, select
 from curation.classify import cells_for
 from curation.curate import CurateRequest, _Item, _PairCurator
 from runners import FolderTree, GitTree, LocalSandbox, Outcome, detect_env, export_revision, parse_junit_xml
-from runners.jdk import choose_jdk
-from runners.maven import SKIP_PROPERTIES, maven_repository
+from runners.java.jdk import choose_jdk
+from runners.java.maven import SKIP_PROPERTIES, maven_repository
 from tasks import Candidate, FocalLink, MethodChange, Repository, RevisionPair, TestChangeKind, open_store
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from curation.static import runnable_id
 from miner.java import parse_java
-from runners.revisions import prepare_revision
+from runners.environments.revisions import prepare_revision
 
 
 def _test_ids(root: Path, test_file: str, limit: int) -> list[str]:

@@ -32,10 +32,10 @@ from pathlib import Path
 from sqlmodel import col, select
 
 from runners import MavenTool, Outcome
+from runners.environments.revisions import prepare_revision
+from runners.environments.sides import Side
+from runners.environments.worktree import GitTree
 from runners.mutation import MutationResult, java_focal_methods
-from runners.revisions import prepare_revision
-from runners.sides import Side
-from runners.worktree import GitTree
 from tasks import Repository, Task, open_store
 
 MODES = ("scoring", "classes", "baseline")

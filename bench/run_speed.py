@@ -26,8 +26,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from runners import FolderTree, LocalSandbox, Outcome, detect_env, parse_junit_xml
-from runners.jdk import choose_jdk
-from runners.maven import SKIP_PROPERTIES, MavenTool, maven_repository
+from runners.java.jdk import choose_jdk
+from runners.java.maven import SKIP_PROPERTIES, MavenTool, maven_repository
 from tasks import CoevoError
 
 
@@ -68,7 +68,7 @@ def main() -> int:
 def _image_reuse(args: argparse.Namespace) -> None:
     """Builds the project's base image from scratch, then asks for it again: the second is a cache hit."""
     from runners import docker_client
-    from runners.environment import image_plan, prepare_environment
+    from runners.environments.environment import image_plan, prepare_environment
 
     spec = detect_env(FolderTree(args.project), "java")
     if args.java:

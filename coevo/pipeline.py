@@ -25,14 +25,14 @@ from miner import (
 from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
 from runners.buildtools import BuildChoice
-from runners.environment import base_images as configured_base_images
-from runners.environment import build_revision, image_plan, jdk_plan, prepare_environment
-from runners.envspec import commit_date, maven_build_files, resolve_python
-from runners.images import ImagePlan, deps_image_plan, docker_pythons
-from runners.jdk import NoSuitableJdk
-from runners.maven import maven_choice
-from runners.scratch import temporary_dir
-from runners.worktree import export_revision
+from runners.environments.environment import base_images as configured_base_images
+from runners.environments.environment import build_revision, image_plan, jdk_plan, prepare_environment
+from runners.environments.envspec import commit_date, maven_build_files, resolve_python
+from runners.environments.images import ImagePlan, deps_image_plan, docker_pythons
+from runners.environments.worktree import export_revision
+from runners.java.jdk import NoSuitableJdk
+from runners.java.maven import maven_choice
+from runners.sandbox.scratch import temporary_dir
 from tasks import (
     CoevoError,
     MiningRun,

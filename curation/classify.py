@@ -59,7 +59,7 @@ def classify(
     measured nothing); ``deps_refactoring`` that every focal method only changed by refactoring;
     ``coverage_improved`` that the new test covers production lines the old one did not (ON);
     ``on_test_code`` names the cells whose failure names test code that changed in the pair
-    (:mod:`runners.causes`): such a failure says nothing about the production change.
+    (:mod:`runners.scoring.causes`): such a failure says nothing about the production change.
     ``name_bound`` names the cross cells (NO, ON) whose test also fails on its own revision run
     as the cross cell's copy, under another file name: their failure may be that name's.
     """

@@ -1,7 +1,7 @@
 """`coevo curate`: every mined pair proven by execution, its candidates labelled, its tasks written.
 
 The unit of work is a revision pair. Its two revisions are built once (shared with other
-pairs through :mod:`runners.revisions`), every candidate's cells run ``reruns`` times,
+pairs through :mod:`runners.environments.revisions`), every candidate's cells run ``reruns`` times,
 and the pair's :class:`~tasks.CuratedPair`, records and tasks are written in one
 transaction. A pair with a ``CuratedPair`` row is done: a killed run loses only the pairs in
 flight, and the next run does the rest. Pairs run in a ``concurrent.futures`` executor
@@ -44,9 +44,9 @@ from runners import (
     remove_dead_leftovers,
     resolve_backend,
 )
-from runners.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
-from runners.revisions import BuiltRevision, prepare_revision, release_revision, work_root
-from runners.sides import COPY_PREFIX, Side
+from runners.environments.revisions import BuiltRevision, prepare_revision, release_revision, work_root
+from runners.environments.sides import COPY_PREFIX, Side
+from runners.scoring.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
 from tasks import (
     AgentRun,
     Candidate,

@@ -1,6 +1,6 @@
 """The 4-way test matrix: cells, their runs and their combined outcome.
 
-The runs themselves happen on :class:`runners.sides.Side` (a built revision that runs its own
+The runs themselves happen on :class:`runners.environments.sides.Side` (a built revision that runs its own
 tests or another revision's test file).
 """
 

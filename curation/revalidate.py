@@ -3,7 +3,7 @@
 Tasks rot after release: a dependency leaves its registry, a plugin stops resolving, a test
 starts depending on the date or on a file that is gone. Each task checked has its revisions
 rebuilt in a fresh work folder, from what its curation recorded (as scoring builds them:
-:func:`runners.scoring.build_task_revisions`), and its gold methods run ``reruns`` times on rev2
+:func:`runners.scoring.scorer.build_task_revisions`), and its gold methods run ``reruns`` times on rev2
 (and on rev1 for generation). The verdict (:func:`health_verdict`) is a pure function of the
 builds and those cells; every check is stored as a :class:`~tasks.HealthCheck`. A task whose gold
 no longer behaves is quarantined with the reason; a quarantined one that behaves again is
@@ -23,10 +23,10 @@ from sqlalchemy import func
 from sqlmodel import col, select
 
 from runners import bounded, cause_line, in_context, remove_dead_leftovers, resolve_backend
-from runners.revisions import BuildInterrupted, BuiltRevision
-from runners.scoring import FAILS_ON_OLD, ScoreOptions, build_task_revisions, environment_key, run_gold
-from runners.scoring import task_histories as _task_histories
-from runners.scratch import temporary_dir
+from runners.environments.revisions import BuildInterrupted, BuiltRevision
+from runners.sandbox.scratch import temporary_dir
+from runners.scoring.scorer import FAILS_ON_OLD, ScoreOptions, build_task_revisions, environment_key, run_gold
+from runners.scoring.scorer import task_histories as _task_histories
 from tasks import (
     CoevoError,
     HealthCheck,

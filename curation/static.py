@@ -19,7 +19,7 @@ from miner.files import FilePatterns, FileRole
 from miner.gitlog import diff_blobs
 from miner.parsing import Language
 from runners import GitTree
-from runners.pruning import is_setup
+from runners.environments.pruning import is_setup
 
 _JAVA_KEYWORDS = frozenset(
     re.findall(
@@ -113,9 +113,10 @@ def changed_test_helpers(
     """Every test file added, changed or removed rev1 → rev2 (by its new path, a removed one by its
     old) → its non-test methods added or changed: {method key: (name, tokens)}, maybe none.
 
-    Set-up methods (``@Before``, ``setUp``, an autouse fixture…: :func:`runners.pruning.is_setup`)
-    are named ``<setup>``: they run around every test of their file without being called.
-    Fixtures are functions, so they are here by their names. A ``.proto`` where the tests are
+    Set-up methods (``@Before``, ``setUp``, an autouse fixture…:
+    :func:`runners.environments.pruning.is_setup`) are named ``<setup>``: they run around every
+    test of their file without being called. Fixtures are functions, so they are here by their
+    names. A ``.proto`` where the tests are
     gives its messages, enums and services added or changed: protoc makes test classes (Java) or
     ``_pb2`` modules (Python) of them (:func:`_proto_types`).
     """
@@ -176,7 +177,7 @@ def uses_changed_helper(
 
     A changed autouse fixture of a ``conftest.py`` runs around every test below it, most of them
     untouched by its change (flask's ``leak_detector``): it is no use by itself. Where it does
-    decide a cell, the failure happens in it and names it (:func:`~runners.causes.failure_cause`).
+    decide a cell, the failure happens in it and names it (:func:`~runners.scoring.causes.failure_cause`).
 
     Helpers of the test's own file are not: the agent writes that whole file, so they are part of
     its answer (:func:`same_file_helpers`).

@@ -8,21 +8,21 @@ from .buildtools import (
     TestRun,
     UnknownBuildTool,
 )
-from .docker_sandbox import DockerSandbox, DockerUnavailable, Mount, docker_client, remove_leftovers
-from .environment import BackendUnsupported, Environment, prepare_environment, resolve_backend
-from .envspec import BrokenBuildFile, EnvSpec, NoBuildFound, detect_env
-from .images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
-from .jdk import Jdk, JdkPlan, NoSuitableJdk, choose_jdk, find_jdks
-from .leftovers import remove_dead_leftovers
-from .maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
-from .pytest_tool import PytestTool
+from .environments.environment import BackendUnsupported, Environment, prepare_environment, resolve_backend
+from .environments.envspec import BrokenBuildFile, EnvSpec, NoBuildFound, detect_env
+from .environments.images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
+from .environments.worktree import FolderTree, GitTree, TreeReader, WorktreeFailed, export_revision
+from .java.jdk import Jdk, JdkPlan, NoSuitableJdk, choose_jdk, find_jdks
+from .java.maven import CROSS_CLASSES_DIR, LauncherFailed, MavenTool, NotBuilt
+from .java.tools import ToolDownloadFailed, UnknownTool, tool_jar
+from .python.pytest_tool import PytestTool
+from .python.venvs import NoPython, VenvBuildFailed, find_python, venv_for
 from .results import MESSAGE_LIMIT, Outcome, TestResult, bounded, cause_line, in_context, parse_junit_xml
-from .sandbox import BACKENDS, ExecResult, LocalSandbox, Sandbox
+from .sandbox.base import BACKENDS, ExecResult, LocalSandbox, Sandbox
+from .sandbox.docker_sandbox import DockerSandbox, DockerUnavailable, Mount, docker_client, remove_leftovers
+from .sandbox.leftovers import remove_dead_leftovers
+from .scoring.workspace import reset_test_file
 from .toolchains import TOOLCHAINS, Toolchain, get_build_tool
-from .tools import ToolDownloadFailed, UnknownTool, tool_jar
-from .venvs import NoPython, VenvBuildFailed, find_python, venv_for
-from .workspace import reset_test_file
-from .worktree import FolderTree, GitTree, TreeReader, WorktreeFailed, export_revision
 
 __all__ = [
     "BACKENDS",

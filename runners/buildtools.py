@@ -9,9 +9,9 @@ from typing import Protocol
 
 from tasks import CoevoError
 
-from .envspec import EnvSpec
+from .environments.envspec import EnvSpec
 from .results import TestResult
-from .sandbox import ExecResult, Sandbox
+from .sandbox.base import ExecResult, Sandbox
 
 
 class UnknownBuildTool(CoevoError):

@@ -1,11 +1,11 @@
 """Mutation scores on focal methods.
 
-Java: PIT runs from its command-line jar (see :meth:`runners.maven.MavenTool.mutation`); its
+Java: PIT runs from its command-line jar (see :meth:`runners.java.maven.MavenTool.mutation`); its
 ``mutations.xml`` is read here (no parser exists on PyPI). Its jars and their dependencies are
 resolved once with Maven into the tool cache; images carry them.
 
 Python: Cosmic Ray's operators make the mutants of the focal functions' lines (on the host: no
-project code runs there), and :meth:`runners.pytest_tool.PytestTool.mutation` runs the tests
+project code runs there), and :meth:`runners.python.pytest_tool.PytestTool.mutation` runs the tests
 once per mutant, the mutant served by an import hook so the shared worktree is never changed.
 
 Each mutant records which scored tests detected it, and a *control run* (the scored tests once
@@ -26,9 +26,9 @@ from urllib.parse import unquote
 
 from tasks import InfrastructureError
 
+from .java.tools import PIT_JUNIT5_VERSION, PIT_VERSION, pit_pom, tools_dir
 from .results import UnreadableReport
-from .sandbox import ExecResult
-from .tools import PIT_JUNIT5_VERSION, PIT_VERSION, pit_pom, tools_dir
+from .sandbox.base import ExecResult
 
 DETECTED = frozenset({"KILLED", "TIMED_OUT", "MEMORY_ERROR", "RUN_ERROR"})
 """PIT's statuses of a mutant the tests noticed."""
@@ -76,12 +76,13 @@ class Mutant:
     asserted_by: tuple[str, ...] = ()
     """Those of ``killing_tests`` whose own check failed under it: an assertion of the test
     framework, or an exception the test's own code raised (not one that escaped from the code
-    under test, nor a timeout). PIT cannot tell: :meth:`runners.maven.MavenTool.mutation` runs
+    under test, nor a timeout). PIT cannot tell: :meth:`runners.java.maven.MavenTool.mutation` runs
     the tests again to find them; what no one found is none."""
 
     @property
     def evidence(self) -> tuple[str, ...]:
-        """The tests this mutant's detection shows to check the focal code (:mod:`runners.success`)."""
+        """The tests this mutant's detection shows to check the focal code
+        (:mod:`runners.scoring.success`)."""
         return self.asserted_by if self.detected else ()
 
     @property

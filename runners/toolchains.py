@@ -1,5 +1,5 @@
 """The toolchains coevo builds and runs revisions with, in one table: a language's build tools by
-the name an :class:`~runners.envspec.EnvSpec` gives (``spec.build_tool``). Adding a build tool
+the name an :class:`~runners.environments.envspec.EnvSpec` gives (``spec.build_tool``). Adding a build tool
 or a language is a row here; no module registers itself on import."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .buildtools import BuildTool, UnknownBuildTool
-from .maven import MavenTool
-from .pytest_tool import PytestTool
+from .java.maven import MavenTool
+from .python.pytest_tool import PytestTool
 
 
 @dataclass(frozen=True)

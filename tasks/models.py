@@ -462,7 +462,7 @@ class AgentRun(SQLModel, table=True):
     A success passes on rev2, runs a line of a focal method and, for generation, fails, errs or
     does not compile on rev1 (skipped, absent, xfail or a timeout there is no failure); a strict
     success also detects a mutant of the focal methods (when they have one: see
-    ``runners/success.py``). Runs stored before strict success have no ``"strict"``. The message
+    ``runners/scoring/success.py``). Runs stored before strict success have no ``"strict"``. The message
     is whole (bounded), its first line naming the cause when it has context."""
     pass_rate: float = 0.0
     success_rate: float = 0.0

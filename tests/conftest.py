@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from runners.venvs import SEEDS_ENV, VENVS_ENV
+from runners.python.venvs import SEEDS_ENV, VENVS_ENV
 from tests.shared import run_folder, run_venvs
 
 

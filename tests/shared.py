@@ -32,8 +32,8 @@ import pytest
 
 import miner
 from curation import CurateRequest, curate
-from runners.revisions import WORK_ENV
-from runners.venvs import VENVS_ENV
+from runners.environments.revisions import WORK_ENV
+from runners.python.venvs import VENVS_ENV
 from tasks import open_store
 
 

@@ -31,7 +31,7 @@ from sqlmodel import col, select
 from curation import Funnel, funnel
 from curation.matrix import CELLS
 from runners import cause_line
-from runners.scoring import judged
+from runners.scoring.scorer import judged
 from tasks import (
     AgentRun,
     Candidate,

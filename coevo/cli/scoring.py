@@ -12,9 +12,10 @@ import click
 from rich.table import Table
 from sqlmodel import select
 
-from runners import cause_line, scoring
-from runners.agents import check_agent, find_agent
-from runners.scoring import ScoreOptions, scoring_folders
+from runners import cause_line
+from runners.scoring import scorer
+from runners.scoring.agents import check_agent, find_agent
+from runners.scoring.scorer import ScoreOptions, scoring_folders
 from tasks import (
     AgentRun,
     CoevoError,
@@ -135,7 +136,7 @@ def score_command(
                 started.append(True)
             advance(1)
 
-        report = scoring.score(
+        report = scorer.score(
             store,
             agent,
             cutoff,
@@ -182,7 +183,7 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
     Example: coevo leaderboard --after 2025-06-01
     """
     cutoff = parse_date(after, "--after")
-    standings = scoring.leaderboard(opened_store(db, write=False), cutoff)
+    standings = scorer.leaderboard(opened_store(db, write=False), cutoff)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return

@@ -11,8 +11,8 @@ their host paths) are mounted read-only into every container. A Java build write
 downloads into the revision's own repository (``m2/`` beside its worktree), searched
 before the deps image's and the shared one (``maven.repo.local.tail``) and read-only in the
 revision's test containers; a Python build installs into its venv in a container of its own
-where only that venv is writable (:func:`~runners.venvs.venv_for`). Builds reach the
-network only through the egress proxy (:mod:`runners.egress`); test runs not at all.
+where only that venv is writable (:func:`~runners.python.venvs.venv_for`). Builds reach the
+network only through the egress proxy (:mod:`runners.sandbox.egress`); test runs not at all.
 """
 
 from __future__ import annotations
@@ -24,9 +24,23 @@ from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildResult, BuildTool
-from .docker_sandbox import TEST_USER, WORKDIR, DockerSandbox, DockerUnavailable, Mount, docker_client
-from .egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
+from ..buildtools import BuildResult, BuildTool
+from ..java.jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, retry_jdk
+from ..java.maven import MavenTool, maven_repository
+from ..java.tools import TOOLS, tool_jar
+from ..python.pytest_tool import PytestTool
+from ..python.venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
+from ..sandbox.base import LocalSandbox, Sandbox
+from ..sandbox.docker_sandbox import (
+    TEST_USER,
+    WORKDIR,
+    DockerSandbox,
+    DockerUnavailable,
+    Mount,
+    docker_client,
+)
+from ..sandbox.egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
+from ..toolchains import get_build_tool
 from .envspec import EnvSpec, maven_download_urls, maven_repository_urls, resolve_python
 from .images import (
     IMAGE_DEPS_REPO,
@@ -43,13 +57,6 @@ from .images import (
     image_jdk_home,
     image_tools_java,
 )
-from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, retry_jdk
-from .maven import MavenTool, maven_repository
-from .pytest_tool import PytestTool
-from .sandbox import LocalSandbox, Sandbox
-from .toolchains import get_build_tool
-from .tools import TOOLS, tool_jar
-from .venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
 from .worktree import FolderTree
 
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
@@ -69,11 +76,11 @@ def build_revision(
 ) -> tuple[Environment, BuildResult]:
     """Builds the revision in ``worktree``; when that fails in a way another JDK explains, once more
     in a fresh worktree (``fresh_worktree`` makes it) with that JDK. When its tests still do not
-    compile, its production code is built alone (:meth:`~runners.maven.MavenTool.build_production`:
+    compile, its production code is built alone (:meth:`~runners.java.maven.MavenTool.build_production`:
     another revision's tests can run on it). Returns the environment that made the last build,
     whose tests must run there, and that build (its choices say why).
 
-    Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK the build needs is not installed.
+    Raises :class:`~runners.java.jdk.NoSuitableJdk` when the JDK the build needs is not installed.
     """
     built = _build_once(environment, worktree, timeout)
     again = environment.retry(built)
@@ -129,12 +136,12 @@ class Environment:
 
     def retry(self, built: BuildResult) -> Environment | None:
         """Where to build once more after ``built`` failed here in a way another JDK explains
-        (:func:`~runners.jdk.retry_jdk`; the new plan says why); None when nothing does.
+        (:func:`~runners.java.jdk.retry_jdk`; the new plan says why); None when nothing does.
 
         A build where only some modules failed is retried too, when a newer JDK explains their
         failure (a plugin or a dependency that needs it): a newer JDK still builds the others.
 
-        Raises :class:`~runners.jdk.NoSuitableJdk` when the JDK that would do is not installed.
+        Raises :class:`~runners.java.jdk.NoSuitableJdk` when the JDK that would do is not installed.
         """
         partial = built.ok and built.log is not None and not built.log.ok
         if (built.ok and not partial) or self.jdk is None or self.remake is None or not _plain_failure(built):
@@ -157,7 +164,7 @@ class Environment:
     def sandbox(self, worktree: Path, repository: Path | None = None, judging: bool = False) -> Sandbox:
         """Where a built revision's tests run: no network, every cache and repository read-only.
         ``repository``: the revision's own Maven repository (default: beside ``worktree``);
-        ``judging``: a judge tree, whose tests run as :data:`~runners.docker_sandbox.TEST_USER`
+        ``judging``: a judge tree, whose tests run as :data:`~runners.sandbox.docker_sandbox.TEST_USER`
         (in Docker; the host isolates nothing)."""
         if self.image is None:
             return LocalSandbox(worktree)
@@ -250,7 +257,7 @@ def image_plan(
 
 def jdk_plan(spec: EnvSpec, backend: str) -> JdkPlan:
     """The JDK a Java revision builds with on ``backend`` (``docker`` or ``local``), and why: among
-    coevo's images' JDKs in Docker, the installed ones on the host (:func:`~runners.jdk.plan_jdk`)."""
+    coevo's images' JDKs in Docker, the installed ones on the host (:func:`~runners.java.jdk.plan_jdk`)."""
     if backend == "docker":
         return plan_jdk(spec, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
     return plan_jdk(spec, [jdk.feature for jdk in find_jdks()])
@@ -266,10 +273,10 @@ def prepare_environment(
 ) -> tuple[Environment, bool]:
     """The environment for ``spec``, its images built (Docker), and whether they were all cached.
 
-    ``build_files`` (:func:`~runners.envspec.maven_build_files`) add a deps image over the
+    ``build_files`` (:func:`~runners.environments.envspec.maven_build_files`) add a deps image over the
     Java base image; ``build_args`` are the repository's own Maven arguments. Java builds with
     ``jdk`` (a recorded plan, a retry's), else the JDK of the revision's era (:func:`jdk_plan`);
-    raises :class:`~runners.jdk.NoSuitableJdk` when that JDK cannot be had. A Python spec gets
+    raises :class:`~runners.java.jdk.NoSuitableJdk` when that JDK cannot be had. A Python spec gets
     its interpreter chosen among the backend's (pyenv's on the host, the base images' in
     Docker): the environment's spec says which, and why in its last note.
     """

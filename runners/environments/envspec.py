@@ -21,8 +21,8 @@ from pathlib import Path, PurePosixPath
 
 from tasks import CoevoError
 
-from .pythons import RELEASES, Declared, choose_python, day_of, declared_pythons, packages_before
-from .testdeps import declared_test_installs, dependency_groups, plugin_needs
+from ..python.pythons import RELEASES, Declared, choose_python, day_of, declared_pythons, packages_before
+from ..python.testdeps import declared_test_installs, dependency_groups, plugin_needs
 from .worktree import TreeReader
 
 DEFAULT_JAVA = "17"
@@ -105,7 +105,7 @@ def detect_env(tree: TreeReader, language: str, committed: datetime | None = Non
     """The EnvSpec of a revision for ``language`` (``java`` or ``python``).
 
     ``committed`` is the revision's committer date: a Python revision gets its dependencies as
-    of that day and the Python of its era (:mod:`runners.pythons`).
+    of that day and the Python of its era (:mod:`runners.python.pythons`).
     """
     if language == "java":
         return _detect_java(tree)
@@ -128,7 +128,7 @@ def commit_date(repo: Path, revision: str) -> datetime | None:
 
 def resolve_python(spec: EnvSpec, present: Iterable[str], where: str) -> EnvSpec:
     """``spec`` with the Python to use among the ``present`` minor versions (pyenv's, the base
-    images'), chosen by :func:`~runners.pythons.choose_python`; the reason is its last note. A task's
+    images'), chosen by :func:`~runners.python.pythons.choose_python`; the reason is its last note. A task's
     recorded interpreter (``python==`` among its pins) comes first when it is present."""
     recorded = next((pin.removeprefix("python==") for pin in spec.pins if pin.startswith("python==")), "")
     minor = ".".join(recorded.split(".")[:2])

@@ -24,13 +24,13 @@ import jinja2
 
 from tasks import InfrastructureError
 
-from .docker_sandbox import DockerSandbox
-from .egress import MAVEN_SETTINGS, EgressPolicy
+from ..java.jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
+from ..java.maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
+from ..java.tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, TOOLS, pit_pom
+from ..sandbox.docker_sandbox import DockerSandbox
+from ..sandbox.egress import MAVEN_SETTINGS, EgressPolicy
+from ..sandbox.scratch import temporary_dir
 from .envspec import EnvSpec
-from .jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
-from .maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
-from .scratch import temporary_dir
-from .tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, TOOLS, pit_pom
 
 DEFAULT_FROM = "debian:bookworm-slim"
 CA_ENV = ("COEVO_CA_BUNDLE", "SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "PIP_CERT")
@@ -48,10 +48,10 @@ IMAGE_PER_TEST_COVERAGE = "/opt/coevo/per-test-coverage"
 _DEBIAN_PYTHON = "3.11"
 JDK_SUITES = {8: "sid", 11: "bullseye", 17: "bookworm", 21: "trixie", 25: "trixie"}
 """The Debian suite whose ``openjdk-N-jdk-headless`` a Java base image installs, for each JDK of
-:data:`~runners.jdk.ERA_JDKS` (sid is the only suite that still packages JDK 8)."""
+:data:`~runners.java.jdk.ERA_JDKS` (sid is the only suite that still packages JDK 8)."""
 IMAGE_JDKS = tuple(sorted(JDK_SUITES))
 IMAGE_JDKS_SOURCE = "in coevo's images"
-"""Where :func:`~runners.jdk.plan_jdk` says the JDKs of :data:`IMAGE_JDKS` are."""
+"""Where :func:`~runners.java.jdk.plan_jdk` says the JDKs of :data:`IMAGE_JDKS` are."""
 _TOOLS_JRE = {8: 17}
 """A second Java the image of an older JDK gets for coevo's tools: PIT runs on Java 11 or later."""
 assert IMAGE_JDKS == ERA_JDKS
@@ -124,7 +124,7 @@ def base_image_plan(
     ``from_images`` maps base keys (``java17``, ``python3.11``) to the image to start from
     (Debian-based, since the template installs with apt); the default is ``debian:bookworm-slim``,
     and for Java the suite of :data:`JDK_SUITES` that packages the JDK. Java images get JDK
-    ``jdk`` (default: the one :func:`~runners.jdk.plan_jdk` picks for the spec among
+    ``jdk`` (default: the one :func:`~runners.java.jdk.plan_jdk` picks for the spec among
     :data:`IMAGE_JDKS`), ``maven_archive`` (Maven's binary tar.gz; Debian's Maven when None), the
     ``tool_jars`` and PIT's command line with its dependencies.
     """

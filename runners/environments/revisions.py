@@ -31,12 +31,12 @@ from pathlib import Path
 from miner import origin_remote
 from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, disk_full
 
-from .buildtools import BuildChoice, BuildResult
+from ..buildtools import BuildChoice, BuildResult
+from ..java.jdk import JdkPlan, recorded_plan
+from ..python.venvs import seeds_root, venvs_root
 from .environment import REVISION_M2, Environment, build_revision, prepare_environment
 from .envspec import EnvSpec, commit_date, detect_env, maven_build_files
-from .jdk import JdkPlan, recorded_plan
 from .sides import Side
-from .venvs import seeds_root, venvs_root
 from .worktree import GitTree, export_revision
 
 WORK_ENV = "COEVO_WORK"
@@ -77,10 +77,11 @@ class BuiltRevision:
     """Its tests did not compile; its production code built alone
     (:attr:`~runners.buildtools.BuildResult.production_only`)."""
     judging: bool = False
-    """A judge tree (:mod:`runners.judge_tree`): its tests run as an unprivileged user of their own."""
+    """A judge tree (:mod:`runners.scoring.judge_tree`): its tests run as an unprivileged user of
+    their own."""
 
     def side(self) -> Side:
-        """A :class:`~runners.sides.Side` over this built revision (it must have built)."""
+        """A :class:`~runners.environments.sides.Side` over this built revision (it must have built)."""
         assert self.environment is not None and self.spec is not None and self.worktree is not None
         return Side(self.environment, self.spec, self.worktree, self.repository, judging=self.judging)
 
@@ -133,7 +134,7 @@ def prepare_revision(
     In a multi-module Maven project only the modules holding ``test_files`` are built, with
     what they need: other modules (integration tests, samples) often need more than
     ``test-compile`` gives them. A Java build that fails in a way another JDK explains is tried
-    once more with it (:func:`~runners.environment.build_revision`); which JDK built it is
+    once more with it (:func:`~runners.environments.environment.build_revision`); which JDK built it is
     recorded, and the revision's tests run with that one. A ``build_record`` (a task's,
     from its curation) names the JDK and levels to build with instead of choosing them again: a
     build made otherwise is made again with those. ``pins`` (Python) is a task's recorded

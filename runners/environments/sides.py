@@ -14,15 +14,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .buildtools import BuildResult, Coverage, TestRun
+from ..buildtools import BuildResult, Coverage, TestRun
+from ..java.maven import MavenTool
+from ..mutation import MutationResult, java_focal_methods, only_these_tests, python_mutants
+from ..python.pytest_tool import PytestTool
+from ..results import Outcome, TestResult
+from ..sandbox.base import Sandbox
 from .environment import Environment
 from .envspec import EnvSpec
-from .maven import MavenTool
-from .mutation import MutationResult, java_focal_methods, only_these_tests, python_mutants
 from .pruning import alone
-from .pytest_tool import PytestTool
-from .results import Outcome, TestResult
-from .sandbox import Sandbox
 
 _CROSS_ROOT = ".coevo/cross"
 
@@ -199,7 +199,7 @@ class Side:
         self, test_file: str, content: bytes, whole: TestRun, tag: str, timeout: float, coverage: bool
     ) -> TestRun:
         """The methods of ``whole`` (the file's run, which did not compile or import here) each run
-        from the file cut down to it and what it uses (:func:`~runners.pruning.alone`): a method
+        from the file cut down to it and what it uses (:func:`~runners.environments.pruning.alone`): a method
         that needs only what this revision has is judged on its own; one that does not keeps its
         error (the file's, when it cannot be cut)."""
         results: list[TestResult] = []

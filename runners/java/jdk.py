@@ -22,8 +22,8 @@ from typing import Any
 
 from tasks import MissingToolchain
 
-from .buildtools import BuildChoice
-from .envspec import EnvSpec
+from ..buildtools import BuildChoice
+from ..environments.envspec import EnvSpec
 
 JDKS_ENV = "COEVO_JDKS"
 """Extra JDK homes, colon-separated, searched before ``/usr/lib/jvm``."""

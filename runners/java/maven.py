@@ -25,10 +25,9 @@ from pathlib import Path
 
 from tasks import CoevoError
 
-from .buildtools import BuildChoice, BuildResult, Coverage, TestRun
-from .envspec import EnvSpec
-from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
-from .mutation import (
+from ..buildtools import BuildChoice, BuildResult, Coverage, TestRun
+from ..environments.envspec import EnvSpec
+from ..mutation import (
     FocalMethod,
     Mutant,
     MutationResult,
@@ -37,7 +36,7 @@ from .mutation import (
     parse_mutations,
     pit_jars,
 )
-from .results import (
+from ..results import (
     REPORT_LIMIT,
     Outcome,
     TestResult,
@@ -48,7 +47,8 @@ from .results import (
     parse_junit_xml,
     without_roots,
 )
-from .sandbox import ExecResult, Sandbox, UnsafePath, read_beneath
+from ..sandbox.base import ExecResult, Sandbox, UnsafePath, read_beneath
+from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
 from .tools import MAVEN_VERSION, maven_home, per_test_coverage, tool_jar
 
 M2_ENV = "COEVO_M2"
@@ -180,7 +180,7 @@ def _maven_executable(spec: EnvSpec, wrapper_properties: bytes | None, maven: st
 
 def maven_choice(spec: EnvSpec, wrapper_properties: bytes | None) -> BuildChoice:
     """Which Maven builds the revision, and why: its wrapper's when that pins Maven 3.6.3 or later,
-    else coevo's :data:`~runners.tools.MAVEN_VERSION`, the same on every backend.
+    else coevo's :data:`~runners.java.tools.MAVEN_VERSION`, the same on every backend.
 
     Wrappers pinning older Maven fall back: before 3.2.3 Maven fetched Central over plain HTTP,
     which Central refuses, and old ones predate the JDKs coevo builds with.
@@ -252,7 +252,7 @@ class MavenTool:
     ``pit_dir`` holds PIT's jars as the sandbox sees them (default: resolved on this host);
     ``tools_jdk`` runs PIT when ``jdk`` is older than the Java 11 it needs (default: an installed one).
     ``per_test_folder`` holds the compiled per-test coverage listener as the sandbox sees it
-    (default: compiled on this host by ``jdk``, :func:`~runners.tools.per_test_coverage`).
+    (default: compiled on this host by ``jdk``, :func:`~runners.java.tools.per_test_coverage`).
     """
 
     name = "maven"
@@ -283,7 +283,7 @@ class MavenTool:
 
     def toolchain(self, spec: EnvSpec) -> tuple[Jdk, JdkPlan]:
         """The JDK that builds and runs ``spec``'s revision, and the plan that chose it (on the host,
-        without one given: the installed JDK of its era, :func:`~runners.jdk.plan_jdk`)."""
+        without one given: the installed JDK of its era, :func:`~runners.java.jdk.plan_jdk`)."""
         if self._jdk is not None:
             return self._jdk, self._plan or JdkPlan(self._jdk.feature, "the JDK this tool was given")
         jdks = find_jdks()
@@ -300,7 +300,7 @@ class MavenTool:
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Compiles main and test code of every module and stores their test classpaths.
 
-        Raises :class:`~runners.jdk.NoSuitableJdk` when no JDK fits; a project that does not
+        Raises :class:`~runners.java.jdk.NoSuitableJdk` when no JDK fits; a project that does not
         build gives ``ok=False`` with the first compiler error (``path:line: message``). Either
         way the result's choices say which JDK and Maven built it, and which levels were raised.
         """

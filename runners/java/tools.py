@@ -165,7 +165,7 @@ def pit_pom() -> str:
     return templates.get_template("pit-pom.xml.j2").render(**versions)
 
 
-PER_TEST_COVERAGE_SOURCE = Path(__file__).parent / "templates" / "PerTestCoverage.java"
+PER_TEST_COVERAGE_SOURCE = Path(__file__).parents[1] / "templates" / "PerTestCoverage.java"
 """The JUnit listener that takes JaCoCo's data after each test, and the reader that turns it into
 lines per test: compiled by each JDK that runs tests, here by :func:`per_test_coverage` and in
 Docker images when they are built."""

@@ -1,5 +1,5 @@
-"""Python: interpreters, venvs and dated installs, the tests' declared dependencies, the pytest tool
-(pytest with coverage.py's per-test contexts, run in one process).
+"""Python: interpreters, venvs and dated installs, the tests' declared dependencies, and the pytest
+tool (pytest under coverage.py's per-test contexts, in one process).
 
-Uses :mod:`runners.environments` (EnvSpec, a revision's files), :mod:`runners.sandbox`, the shared
-types at the top of :mod:`runners`."""
+Uses the EnvSpec and file readers of :mod:`runners.environments`, :mod:`runners.sandbox`, and the
+shared types at the top of :mod:`runners`."""

@@ -1,4 +1,4 @@
-"""Python revisions: dependencies in a shared venv (see :mod:`runners.venvs`), tests run by pytest.
+"""Python revisions: dependencies in a shared venv (see :mod:`runners.python.venvs`), tests run by pytest.
 
 Tests are pytest node ids relative to the worktree. pytest refuses a whole run when one
 node id names a missing file or test, and rebuilds ids lossily from its JUnit XML (an
@@ -26,11 +26,11 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .buildtools import BuildChoice, BuildResult, Coverage, TestRun
-from .envspec import EnvSpec
-from .mutation import Mutant, MutationResult, PythonMutant, after_control_run
-from .results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
-from .sandbox import ExecResult, Sandbox, UnsafePath, read_beneath, write_beneath
+from ..buildtools import BuildChoice, BuildResult, Coverage, TestRun
+from ..environments.envspec import EnvSpec
+from ..mutation import Mutant, MutationResult, PythonMutant, after_control_run
+from ..results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
+from ..sandbox.base import ExecResult, Sandbox, UnsafePath, read_beneath, write_beneath
 from .venvs import (
     FoundPython,
     NoPython,
@@ -232,7 +232,7 @@ class PytestTool:
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Ensures the venv, then collects the tests to prove the project imports.
 
-        Raises :class:`~runners.venvs.NoPython` when this machine has no interpreter at all
+        Raises :class:`~runners.python.venvs.NoPython` when this machine has no interpreter at all
         (coevo's lack, not the project's).
 
         Collection errors in some test modules only still count as built (those tests will

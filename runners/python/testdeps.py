@@ -10,7 +10,7 @@ Options of pytest's ``addopts`` (and ini keys) that only a plugin understands
 (``--asyncio-mode`` → pytest-asyncio, ``-n`` → pytest-xdist) name a need too: without the
 plugin pytest refuses to start.
 
-Everything here is read from a revision's files (:class:`~runners.envspec.TreeReader`) and
+Everything here is read from a revision's files (:class:`~runners.environments.envspec.TreeReader`) and
 returned as pip arguments with where they were found; nothing is built or run.
 """
 
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from packaging.requirements import InvalidRequirement, Requirement
 
 if TYPE_CHECKING:
-    from .worktree import TreeReader
+    from ..environments.worktree import TreeReader
 
 _WORKFLOWS = ".github/workflows"
 _TEST_ENVS = ("test", "tests", "testing", "py", "pytest", "unit", "unittests")

@@ -9,7 +9,7 @@ dependencies did not change reuse the venv; any change builds a new one.
 
 What a build resolved is recorded (:attr:`VenvBuild.installed`: ``name==version`` of every
 distribution but the venv's seeds and the revision's own, and ``python==X.Y.Z``); a spec that
-carries those as :attr:`~runners.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
+carries those as :attr:`~runners.environments.envspec.EnvSpec.pins` (a curated task's) is rebuilt from them
 with ``pip install -c``, undated: a release made since changes nothing.
 
 A venv starts as a copy of its interpreter's seed (``.seed-*`` in :func:`seeds_root`, the venvs
@@ -18,15 +18,16 @@ the pinned version), made once by coevo's own steps: a project's install never h
 writable (in Docker only its own venv and staging copy are), so no revision changes what the next
 one starts from, and venvs roots may share their seeds.
 
-Revisions are built as of their time: pip installs only what was uploaded before the
-revision's commit day (``--uploaded-prior-to``, :attr:`~runners.envspec.EnvSpec.packages_before`),
-with pip itself first brought to a pinned version that has the option (26.0.1; Pythons older
-than 3.9 get the newest pip they run, which cannot date, and the build record says so). When
-the dated install fails, it is tried once more with today's releases: that venv is keyed
-without the date, and the reason is kept beside the dated key (``<key>.undated``), so the
-revision's later runs, and other revisions with the same inputs, go straight to it. The test
-tools coevo itself runs (pytest, coverage) come from the project when it installs recent
-enough ones, else at versions pinned per Python (:func:`tool_pins`), never from the date.
+Revisions are built as of their time: pip installs only what was uploaded before the revision's
+commit day (``--uploaded-prior-to``,
+:attr:`~runners.environments.envspec.EnvSpec.packages_before`), with pip itself first brought to a
+pinned version that has the option (26.0.1; Pythons older than 3.9 get the newest pip they run,
+which cannot date, and the build record says so). When the dated install fails, it is tried once
+more with today's releases: that venv is keyed without the date, and the reason is kept beside the
+dated key (``<key>.undated``), so the revision's later runs, and other revisions with the same
+inputs, go straight to it. The test tools coevo itself runs (pytest, coverage) come from the
+project when it installs recent enough ones, else at versions pinned per Python
+(:func:`tool_pins`), never from the date.
 
 Sharing a venv across worktrees rules out the editable install an EnvSpec asks for
 (``-e .[test]`` would point at one worktree). So the venv holds the project's
@@ -71,12 +72,12 @@ from packaging.version import InvalidVersion, Version
 
 from tasks import CoevoError, MissingToolchain
 
-from .buildtools import BuildChoice
-from .egress import urls_in
-from .envspec import EnvSpec
+from ..buildtools import BuildChoice
+from ..environments.envspec import EnvSpec
+from ..environments.worktree import FolderTree, TreeReader
+from ..sandbox.base import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
+from ..sandbox.egress import urls_in
 from .pythons import minor_key
-from .sandbox import ExecResult, LocalSandbox, Sandbox, read_beneath, write_beneath
-from .worktree import FolderTree, TreeReader
 
 VENVS_ENV = "COEVO_VENVS"
 """Environment variable naming the folder that holds the venvs (default ``~/.cache/coevo/venvs``)."""
@@ -212,7 +213,7 @@ class VenvBuild:
     """``name==version`` of the build tools an install dated before :data:`ISOLATED_BUILDS_SINCE`
     built with, without isolation; empty when builds were isolated."""
     pinned: int = 0
-    """How many recorded versions it was rebuilt from (:attr:`~runners.envspec.EnvSpec.pins`)."""
+    """How many recorded versions it was rebuilt from (:attr:`~runners.environments.envspec.EnvSpec.pins`)."""
 
     def choices(self) -> tuple[BuildChoice, ...]:
         """The record as :class:`~runners.buildtools.BuildChoice` lines: dependencies (and a retry),

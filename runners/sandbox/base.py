@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from tasks import CoevoError
 
-from .results import UnreadableReport
+from ..results import UnreadableReport
 from .scratch import owned_folder
 
 BACKENDS = ("auto", "docker", "local")

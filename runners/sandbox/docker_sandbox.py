@@ -3,8 +3,8 @@
 The worktree is bind-mounted at ``/work``; caches (the Maven repository) are mounted
 beside it, read-only unless a :class:`Mount` says otherwise; a private scratch folder
 (:meth:`DockerSandbox.scratch`) is mounted at its host path. With an
-:class:`~runners.egress.EgressPolicy` the container still has no network interface but
-loopback: a relay in it reaches an :class:`~runners.egress.EgressProxy` of this process
+:class:`~runners.sandbox.egress.EgressPolicy` the container still has no network interface but
+loopback: a relay in it reaches an :class:`~runners.sandbox.egress.EgressProxy` of this process
 through a mounted Unix socket, and only the policy's hosts lie beyond. The container lives
 as long as the sandbox and is always removed: on :meth:`close`, on Ctrl-C or SIGTERM, and
 after a kill by :func:`remove_leftovers`, which the next command that uses Docker calls: each
@@ -27,8 +27,8 @@ from typing import Any
 
 from tasks import CoevoError, InfrastructureError, Owner
 
+from .base import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult, read_beneath, write_beneath
 from .egress import PROXY_ENV, RELAY_READY, SOCKET_DIR, EgressPolicy, EgressProxy, relay_command
-from .sandbox import DEFAULT_OUTPUT_LIMIT, CappedOutput, ExecResult, read_beneath, write_beneath
 from .scratch import scratch_dir
 
 LABEL = "coevo.sandbox"

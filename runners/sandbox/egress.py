@@ -45,7 +45,7 @@ PROXY_URL = f"http://127.0.0.1:{RELAY_PORT}"
 SOCKET_DIR = "/run/coevo-egress"
 """Where the proxy's socket folder is mounted in a build container."""
 SOCKET_NAME = "proxy.sock"
-MAVEN_SETTINGS = Path(__file__).parent / "templates" / "maven-settings.xml"
+MAVEN_SETTINGS = Path(__file__).parents[1] / "templates" / "maven-settings.xml"
 """Maven's settings in a build container: every repository through the relay."""
 ALLOW_ENV = "COEVO_EGRESS_ALLOW"
 """Extra endpoints builds may reach, trusted like a configured index (``host`` or ``host:port``,
@@ -102,8 +102,8 @@ def egress_policy(
 ) -> EgressPolicy:
     """The policy of a build of ``language``: its registries, the host's indexes, ``declared_urls``.
 
-    ``declared_urls`` are the revision's own (:func:`~runners.envspec.maven_download_urls`,
-    :func:`~runners.venvs.pip_urls`); ``environ`` defaults to this process's environment.
+    ``declared_urls`` are the revision's own (:func:`~runners.environments.envspec.maven_download_urls`,
+    :func:`~runners.python.venvs.pip_urls`); ``environ`` defaults to this process's environment.
     """
     environ = os.environ if environ is None else environ
     allowed = set(REGISTRIES.get(language, ()))

@@ -44,11 +44,11 @@ from sqlmodel import select
 
 from tasks import CoevoError, Repository, Store
 
-from .maven import maven_repository
-from .revisions import work_root
-from .scratch import scratch_root
-from .tools import tools_dir
-from .venvs import seeds_root, venvs_root
+from ..environments.revisions import work_root
+from ..java.maven import maven_repository
+from ..java.tools import tools_dir
+from ..python.venvs import seeds_root, venvs_root
+from ..sandbox.scratch import scratch_root
 
 BUILTIN = ("gold", "noop")
 _PLACEHOLDERS = ("workspace", "prompt", "test_file", "methods", "language", "track")
@@ -174,7 +174,7 @@ def check_image(agent: Agent) -> None:
     pulls nothing (a name could resolve to anyone's image on a public registry)."""
     from docker.errors import DockerException, ImageNotFound
 
-    from .docker_sandbox import docker_client
+    from ..sandbox.docker_sandbox import docker_client
 
     client = docker_client()  # no daemon: its own one line
     try:
@@ -223,7 +223,7 @@ def check_mount(mount: Path, protected: Sequence[Path], homes: Sequence[Path] | 
 
 def protected_folders(store: Store, work: Path | None = None) -> list[Path]:
     """What no agent's mount may show: the store's file, coevo's work folders and caches
-    (``work``: the built revisions, default :func:`~runners.revisions.work_root`), the Docker
+    (``work``: the built revisions, default :func:`~runners.environments.revisions.work_root`), the Docker
     socket and every repository of the store (their clones hold the gold tests in history)."""
     found = [
         *([work] if work else []),
@@ -255,7 +255,7 @@ def protected_folders(store: Store, work: Path | None = None) -> list[Path]:
 def _docker_data_root() -> list[Path]:
     """The data root the Docker daemon reports, when one answers (it may not be the default)."""
     try:
-        from .docker_sandbox import docker_client
+        from ..sandbox.docker_sandbox import docker_client
 
         root = docker_client().info().get("DockerRootDir")
     except Exception:  # no daemon: the default roots are refused anyway

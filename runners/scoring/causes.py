@@ -18,7 +18,7 @@ import re
 from collections.abc import Collection, Iterable
 from pathlib import Path, PurePosixPath
 
-from .worktree import GitTree
+from ..environments.worktree import GitTree
 
 BEHAVIOUR = "behaviour"
 PRODUCTION_API = "production_api"

@@ -22,10 +22,10 @@ import struct
 from collections.abc import Iterable
 from pathlib import Path
 
-from .maven import STATE_DIR, classpath_file
-from .revisions import BuiltRevision
-from .sandbox import read_beneath, write_beneath
-from .worktree import export_revision
+from ..environments.revisions import BuiltRevision
+from ..environments.worktree import export_revision
+from ..java.maven import STATE_DIR, classpath_file
+from ..sandbox.base import read_beneath, write_beneath
 
 _CLASSPATH_DIR = f"{STATE_DIR}/classpath"
 

@@ -4,7 +4,7 @@ For each task-agent pair:
 
 1. both revisions are built (shared with curation's cache), so a harness problem never
    costs the agent a run;
-2. the **workspace** (:mod:`runners.workspace`) is a fresh git repository holding one commit
+2. the **workspace** (:mod:`runners.scoring.workspace`) is a fresh git repository holding one commit
    of the rev2 tree — no history, no remote — with the test file reset: generation tasks lose
    the gold methods (the whole file when it was new), update tasks get the old versions of the
    updated methods back. The prompt lives outside it;
@@ -12,7 +12,7 @@ For each task-agent pair:
    the workspace at ``/workspace``, the prompt at ``/task/prompt.md``, its own folder read-only
    at ``/agent``); ``gold`` writes the developer's file and ``noop`` does nothing, in-process;
 4. only the test file is taken back, read as a regular file of bounded size; any other change
-   is listed and discarded. It is judged in **judge trees** (:mod:`runners.judge_tree`) that
+   is listed and discarded. It is judged in **judge trees** (:mod:`runners.scoring.judge_tree`) that
    hold no trace of the gold: compiled alone against rev2's classes (and rev1's, for
    generation), each task method gets ``pass``, ``exec_fail``, ``compile_fail`` or
    ``harness_fail``, with its coverage of the focal methods, the focal mutants it detects and
@@ -59,21 +59,22 @@ from tasks import (
     mark_abandoned_runs,
 )
 
+from ..buildtools import BuildChoice, Coverage, TestRun
+from ..environments.environment import resolve_backend
+from ..environments.histories import check_repo_dirs, task_history
+from ..environments.revisions import BuiltRevision, prepare_revision, work_root
+from ..environments.sides import Side
+from ..environments.worktree import GitTree
+from ..java.maven import NO_MUTATIONS, LauncherFailed
+from ..mutation import MutationResult
+from ..results import Outcome, TestResult, bounded, in_context
+from ..sandbox.base import LocalSandbox, Sandbox
+from ..sandbox.docker_sandbox import DockerSandbox, Mount, docker_client
+from ..sandbox.leftovers import remove_dead_leftovers
+from ..sandbox.scratch import temporary_dir
 from .agents import Agent, BadAgent, check_agent, protected_folders
-from .buildtools import BuildChoice, Coverage, TestRun
 from .causes import TEST_CODE, failure_cause, packages_of
-from .docker_sandbox import DockerSandbox, Mount, docker_client
-from .environment import resolve_backend
-from .histories import check_repo_dirs, task_history
 from .judge_tree import judge_tree
-from .leftovers import remove_dead_leftovers
-from .maven import NO_MUTATIONS, LauncherFailed
-from .mutation import MutationResult
-from .results import Outcome, TestResult, bounded, in_context
-from .revisions import BuiltRevision, prepare_revision, work_root
-from .sandbox import LocalSandbox, Sandbox
-from .scratch import temporary_dir
-from .sides import Side
 from .success import strict_success
 from .workspace import (
     DEFAULT_MAX_TEST_FILE,
@@ -86,7 +87,6 @@ from .workspace import (
     reset_test_file,
     tree_state,
 )
-from .worktree import GitTree
 
 FAILS_ON_OLD = frozenset({"fail", "error", "compile_error"})
 """What counts as failing on the old code, as for curation's NO cell: a test that skips itself,
@@ -154,7 +154,8 @@ def run_agent(
     image: str | None,
     options: ScoreOptions | None = None,
 ) -> AgentOutput:
-    """Runs ``agent`` in ``workspace`` and takes back its test file, safely (see :mod:`runners.workspace`)."""
+    """Runs ``agent`` in ``workspace`` and takes back its test file, safely (see
+    :mod:`runners.scoring.workspace`)."""
     options = options or ScoreOptions()
     started = time.monotonic()
     log, timed_out = "", False
@@ -285,7 +286,7 @@ def judge(
     the new code it is an ``exec_fail``; on the old code it does not fail).
 
     Each run of the agent's code gets a judge tree of its own under ``scratch`` (see
-    :mod:`runners.judge_tree`): rev2 with the test file as the agent got it (``given``) and no
+    :mod:`runners.scoring.judge_tree`): rev2 with the test file as the agent got it (``given``) and no
     trace of the gold, a fresh one for mutation testing (so nothing the first run left
     changes it), and rev1 for generation. ``problem`` says why there is no content to judge;
     ``undetecting``: the task's methods whose gold detects no focal mutant here.
@@ -367,7 +368,7 @@ def judge(
         if test in flaky_old:
             old_outcome = "flaky"
         # Failing on the old code for want of a fixture or a library the old revision lacks says
-        # nothing about the change: judged as curation judges the gold (:mod:`runners.causes`).
+        # nothing about the change: judged as curation judges the gold (:mod:`runners.scoring.causes`).
         fails_old = (
             old_result is not None
             and test not in flaky_old
@@ -482,7 +483,7 @@ def check_gold(
 
 
 def _undetecting(tests: list[str], mutation: MutationResult | None) -> list[str]:
-    """The gold methods of which strict success asks nothing (rule 2 of :mod:`runners.success`):
+    """The gold methods of which strict success asks nothing (rule 2 of :mod:`runners.scoring.success`):
     all, where the focal methods have no mutant (coevo found none to make, or PIT said it found
     none: for the gold, coevo's own run of the developer's file, its word is taken); those whose
     own checks detect none, in a complete run; none where coevo could not measure the gold (a
@@ -795,7 +796,7 @@ def score(
 
     The cutoff is ``after``, or with ``model_cutoff`` the agent's own training cutoff. Before
     anything runs or is stored, an agent that would run or be judged on the host untrusted, or
-    whose mount could show it the answers, is refused (:func:`~runners.agents.check_agent`).
+    whose mount could show it the answers, is refused (:func:`~runners.scoring.agents.check_agent`).
     Then what killed runs left goes: their containers and scratch folders (agent workspaces,
     judge trees), never those of a live run; a killed run's stored results are whole, as each
     task's run is written at once.
@@ -868,7 +869,8 @@ def task_histories(
     repos: Iterable[Repository], tasks: Sequence[Task], options: ScoreOptions
 ) -> dict[int, Path]:
     """Where each repository of ``tasks`` has its history, holding their commits, before anything
-    runs (:func:`~runners.histories.task_history`: ``--repo-dir``, the store's path, or a clone)."""
+    runs (:func:`~runners.environments.histories.task_history`: ``--repo-dir``, the store's path, or a
+    clone)."""
     repos = list(repos)
     check_repo_dirs(options.repo_dirs, [r.name for r in repos])
     commits: dict[int, set[str]] = {}
@@ -882,7 +884,7 @@ def task_histories(
 
 
 def scoring_folders(store: Store, options: ScoreOptions) -> list[Path]:
-    """What no agent's mount may show (:func:`~runners.agents.protected_folders`), and the
+    """What no agent's mount may show (:func:`~runners.scoring.agents.protected_folders`), and the
     histories scoring reads besides the store's: the folders of ``--repo-dir``, the clones."""
     return [
         *protected_folders(store, options.work),

@@ -21,7 +21,7 @@ strictness needs positive evidence, never the absence of a measurement. The chec
 
 from __future__ import annotations
 
-from .mutation import MutationResult
+from ..mutation import MutationResult
 
 
 def strict_success(success: bool, test: str, mutation: MutationResult | None, asked: bool = True) -> bool:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tasks import CoevoError, Task, Track
 
-from .worktree import GitTree, export_revision
+from ..environments.worktree import GitTree, export_revision
 
 _IDENTITY = {
     "GIT_AUTHOR_NAME": "coevo",
@@ -66,7 +66,7 @@ def reset_test_file(task: Task, repo_path: Path) -> bytes | None:
         return None if task.given_test_file is None else task.given_test_file.encode("utf-8")
     from miner.languages import get_language
 
-    from .pruning import removals
+    from ..environments.pruning import removals
 
     language = get_language(task.language)
     new = GitTree(repo_path, task.rev2).read(task.test_file)

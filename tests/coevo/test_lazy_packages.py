@@ -73,12 +73,24 @@ print(json.dumps({{"wrong": wrong, "all": sorted(package.__all__)}}))
         (
             "tasks",
             "browsing",
-            ["runners.environment", "runners.docker_sandbox", "miner.mining", "curation", "web.site"],
+            [
+                "runners.environments.environment",
+                "runners.sandbox.docker_sandbox",
+                "miner.mining",
+                "curation",
+                "web.site",
+            ],
         ),
         (
             "export",
             "publishing",
-            ["runners.environment", "runners.docker_sandbox", "curation", "web.site", "docker"],
+            [
+                "runners.environments.environment",
+                "runners.sandbox.docker_sandbox",
+                "curation",
+                "web.site",
+                "docker",
+            ],
         ),
         ("score", "scoring", ["curation", "web.site", "miner.discovery", "coevo.pipeline"]),
     ],

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 from sqlmodel import select
 
-from runners.workspace import prepare_workspace
+from runners.scoring.workspace import prepare_workspace
 from tasks import AgentRun, Task, TaskStatus, changes_since_snapshot, list_snapshots, open_store
 from tests.coevo.test_browse import CIRCLE, RECTANGLE, SQUARE, TRIANGLE, Curated, coevo
 from tests.curation.small import curated_on_host

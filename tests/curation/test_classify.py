@@ -12,8 +12,8 @@ from curation.matrix import Cell
 from curation.static import is_refactoring, normalized, runnable_id
 from miner.languages import get_language
 from runners import EnvSpec
-from runners.maven import build_command
-from runners.revisions import focus_modules
+from runners.environments.revisions import focus_modules
+from runners.java.maven import build_command
 from tasks import DropReason, Label
 from tasks import TestChangeKind as Kind
 

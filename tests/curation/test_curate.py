@@ -27,7 +27,7 @@ from sqlmodel import col, select
 
 import miner
 from curation import CurateRequest, curate, funnel, task_id
-from runners.tools import MAVEN_VERSION
+from runners.java.tools import MAVEN_VERSION
 from tasks import (
     Candidate,
     CuratedPair,

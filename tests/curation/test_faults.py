@@ -14,8 +14,8 @@ from sqlmodel import select
 import miner
 from coevo.example import write_example
 from curation import CurateRequest, curate
-from runners.agents import find_agent
-from runners.scoring import ScoreOptions, leaderboard, score
+from runners.scoring.agents import find_agent
+from runners.scoring.scorer import ScoreOptions, leaderboard, score
 from tasks import (
     AgentRun,
     CuratedPair,

@@ -16,8 +16,8 @@ from sqlmodel import select
 from curation.static import changed_test_helpers, file_helpers, same_file_helpers, uses_changed_helper
 from miner.files import FilePatterns
 from miner.languages import get_language
-from runners.agents import Agent, find_agent
-from runners.causes import (
+from runners.scoring.agents import Agent, find_agent
+from runners.scoring.causes import (
     BEHAVIOUR,
     PRODUCTION_API,
     TEST_CODE,
@@ -25,8 +25,8 @@ from runners.causes import (
     names_of_test_code,
     own_packages,
 )
-from runners.scoring import ScoreOptions, score
-from runners.workspace import reset_test_file
+from runners.scoring.scorer import ScoreOptions, score
+from runners.scoring.workspace import reset_test_file
 from tasks import AgentRun, Task, open_store
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo

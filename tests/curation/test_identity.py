@@ -18,7 +18,7 @@ import miner
 from coevo.cli import main
 from coevo.example import write_example
 from curation import CurateRequest, curate
-from runners.scoring import leaderboard
+from runners.scoring.scorer import leaderboard
 from tasks import AgentRun, CurationRecord, GoldCheck, Repository, Task, open_store, task_id
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from runners.agents import Agent, find_agent
-from runners.pruning import alone
-from runners.scoring import ScoreOptions, score
-from runners.workspace import reset_test_file
+from runners.environments.pruning import alone
+from runners.scoring.agents import Agent, find_agent
+from runners.scoring.scorer import ScoreOptions, score
+from runners.scoring.workspace import reset_test_file
 from tasks import AgentRun, Task, open_store
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo

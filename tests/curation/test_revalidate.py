@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from curation import RevalidateRequest, health_verdict, revalidate, select_tasks
 from curation.matrix import Cell
-from runners.revisions import BuiltRevision
+from runners.environments.revisions import BuiltRevision
 from tasks import HealthCheck, Task, TaskStatus, Track, open_store
 from tests.coevo.test_browse import coevo
 from tests.curation.small import mined_and_curated

@@ -10,7 +10,7 @@ from sqlmodel import select
 
 from miner.java import parse_java
 from miner.python import parse_python
-from runners.workspace import prompt_text
+from runners.scoring.workspace import prompt_text
 from tasks import MethodChange, Task, open_store
 from tests.curation.small import mined_and_curated
 from tests.gitrepo import GitRepo

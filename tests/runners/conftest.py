@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from coevo.example import write_example
-from runners.venvs import VENVS_ENV
+from runners.python.venvs import VENVS_ENV
 from tests.curation.histories import java_history_curated
 from tests.runners.judged import Curated, curated_copy
 from tests.shared import curated_once

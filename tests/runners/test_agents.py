@@ -17,8 +17,8 @@ import pytest
 from sqlmodel import select
 
 from coevo.example import write_example
-from runners.agents import Agent, BadAgent, check_mount, load_agents, protected_folders
-from runners.scoring import ScoreOptions, score
+from runners.scoring.agents import Agent, BadAgent, check_mount, load_agents, protected_folders
+from runners.scoring.scorer import ScoreOptions, score
 from tasks import AgentRun, Repository, Task, open_store
 from tests.shared import curated_once
 
@@ -247,7 +247,7 @@ def test_mounts_near_coevo_data_or_a_clone_are_refused(layout: Layout) -> None:
 def test_mounts_of_running_judges_and_dockers_data_are_refused(layout: Layout) -> None:
     """coevo's scratch root holds the judge trees of runs going on now (the gold's cross files
     among them); Docker's data root holds every container's files and volumes."""
-    from runners.scratch import scratch_root
+    from runners.sandbox.scratch import scratch_root
 
     root = scratch_root()
     assert f"is {root}," in _mount_error(root, layout.protected)

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 
 from runners import EnvSpec, FolderTree
-from runners.egress import (
+from runners.environments.envspec import maven_download_urls
+from runners.python.venvs import pip_urls
+from runners.sandbox.egress import (
     MAVEN_SETTINGS,
     RELAY_PORT,
     SOCKET_NAME,
@@ -24,9 +26,7 @@ from runners.egress import (
     endpoint,
     refused_address,
 )
-from runners.envspec import maven_download_urls
-from runners.scratch import owned_folder
-from runners.venvs import pip_urls
+from runners.sandbox.scratch import owned_folder
 from tests.runners import python_projects
 
 POM_WITH_REPOSITORIES = """<project xmlns="http://maven.apache.org/POM/4.0.0">

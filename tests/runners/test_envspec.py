@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from runners import BrokenBuildFile, EnvSpec, FolderTree, GitTree, NoBuildFound, detect_env
-from runners.envspec import maven_build_files, resolve_python
+from runners.environments.envspec import maven_build_files, resolve_python
 from tests.miner.histories import java_history
 
 POM = """<?xml version="1.0"?>

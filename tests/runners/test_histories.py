@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.histories import HistoryUnavailable, task_history
+from runners.environments.histories import HistoryUnavailable, task_history
 from tasks import Repository
 from tests.gitrepo import GitRepo
 

@@ -14,10 +14,16 @@ from typing import Any
 import pytest
 
 from runners import EnvSpec
-from runners.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, docker_client, remove_leftovers
-from runners.images import ImageBuildFailed, base_image_plan, build_image, deps_image_plan, docker_pythons
-from runners.jdk import NoSuitableJdk
-from runners.scratch import remove_dead_scratch
+from runners.environments.images import (
+    ImageBuildFailed,
+    base_image_plan,
+    build_image,
+    deps_image_plan,
+    docker_pythons,
+)
+from runners.java.jdk import NoSuitableJdk
+from runners.sandbox.docker_sandbox import LABEL, OWNER_LABEL, DockerSandbox, docker_client, remove_leftovers
+from runners.sandbox.scratch import remove_dead_scratch
 from tasks import Owner
 
 JAVA = EnvSpec(language="java", language_version="11", build_tool="maven", modules=("",))
@@ -132,7 +138,7 @@ def test_deps_plan_is_keyed_by_the_build_files_and_arguments() -> None:
 
 @pytest.fixture(scope="module")
 def python_image() -> str:
-    from runners.images import host_ca_bundle
+    from runners.environments.images import host_ca_bundle
 
     client = docker_client()
     plan = base_image_plan(PYTHON, ca_bundle=host_ca_bundle())
@@ -183,7 +189,7 @@ def _containers_of(client: Any, owner: Owner) -> list[Any]:
 _KILLED_RUN = """
 import sys, time
 from pathlib import Path
-from runners.docker_sandbox import DockerSandbox, docker_client
+from runners.sandbox.docker_sandbox import DockerSandbox, docker_client
 box = DockerSandbox(docker_client(), sys.argv[1], Path(sys.argv[2]))
 box.exec(["true"], timeout=60)
 print(box.scratch(), flush=True)

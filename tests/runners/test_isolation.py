@@ -20,10 +20,10 @@ from pathlib import Path
 
 import pytest
 
-from runners.docker_sandbox import docker_client
-from runners.environment import revision_repository
-from runners.revisions import BuiltRevision, prepare_revision, release_revision
-from runners.sandbox import UnsafePath
+from runners.environments.environment import revision_repository
+from runners.environments.revisions import BuiltRevision, prepare_revision, release_revision
+from runners.sandbox.base import UnsafePath
+from runners.sandbox.docker_sandbox import docker_client
 from tests.gitrepo import GitRepo
 from tests.runners import hostile_projects, maven_projects, python_projects
 from tests.runners.hostile_projects import Targets, snapshot

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from runners import BuildChoice
-from runners.jdk import find_jdks, oldest_level
-from runners.revisions import BuiltRevision, prepare_revision
-from runners.tools import MAVEN_VERSION
+from runners.environments.revisions import BuiltRevision, prepare_revision
+from runners.java.jdk import find_jdks, oldest_level
+from runners.java.tools import MAVEN_VERSION
 from tests.gitrepo import GitRepo
 from tests.runners import maven_projects
 
@@ -227,8 +227,8 @@ def test_javac_refusing_its_command_line_is_told_from_a_compile_error() -> None:
     """What JDK 8's javac printed for the missing folder (above, before the fix) is coevo's fault;
     an error in the test file is the file's, even when the line javac quotes from it reads like a
     refusal (an agent choosing which tasks it is scored on)."""
-    from runners.maven import _javac_refusal
-    from runners.sandbox import ExecResult
+    from runners.java.maven import _javac_refusal
+    from runners.sandbox.base import ExecResult
 
     def said(stderr: str, stdout: str = "") -> str:
         return _javac_refusal(ExecResult(2, stdout, stderr, 0.1))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from runners import EnvSpec
-from runners.jdk import ERA_JDKS, NoSuitableJdk, jdk_failure, plan_jdk, recorded_plan, retry_jdk
-from runners.maven import resolved_coordinates
+from runners.java.jdk import ERA_JDKS, NoSuitableJdk, jdk_failure, plan_jdk, recorded_plan, retry_jdk
+from runners.java.maven import resolved_coordinates
 
 SOURCE_TARGET = ("maven.compiler.source", "maven.compiler.target")
 RELEASE = ("maven.compiler.release", *SOURCE_TARGET)

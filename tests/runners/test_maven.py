@@ -29,12 +29,19 @@ from runners import (
     detect_env,
     get_build_tool,
 )
-from runners.jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
-from runners.maven import CROSS_CLASSES_DIR, MavenTool, NotBuilt, build_command, classpath_file, maven_choice
+from runners.java.jdk import Jdk, NoSuitableJdk, choose_jdk, find_jdks
+from runners.java.maven import (
+    CROSS_CLASSES_DIR,
+    MavenTool,
+    NotBuilt,
+    build_command,
+    classpath_file,
+    maven_choice,
+)
+from runners.java.tools import MAVEN_VERSION, ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
 from runners.mutation import FocalMethod
 from runners.results import cause_line
-from runners.sandbox import ExecResult
-from runners.tools import MAVEN_VERSION, ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
+from runners.sandbox.base import ExecResult
 
 from . import maven_projects as projects
 
@@ -171,7 +178,7 @@ def test_junit6_projects_get_the_junit6_launcher(tmp_path: Path) -> None:
     assert run.coverage["demo.CalcTest#adds"].lines == {
         "src/main/java/demo/Calc.java": projects.CALC_ADD_LINES
     }
-    from runners.maven import _console_tool
+    from runners.java.maven import _console_tool
 
     assert _console_tool((tmp_path / classpath_file("")).read_text().splitlines()) == "junit-console-6"
 
@@ -485,7 +492,7 @@ def test_build_command_uses_a_recent_wrapper_and_the_shared_repository() -> None
 
 
 def test_the_launcher_replaces_the_projects_junit_but_not_its_classes() -> None:
-    from runners.maven import _console_tool, _launch_classpath
+    from runners.java.maven import _console_tool, _launch_classpath
 
     m2 = "/m2/repository"
     classpath = [
@@ -511,7 +518,7 @@ def test_the_launcher_replaces_the_projects_junit_but_not_its_classes() -> None:
 
 
 def test_the_coverage_readers_lines_are_read_per_test_parameters_merged() -> None:
-    from runners.maven import _lines_by_test
+    from runners.java.maven import _lines_by_test
 
     text = (
         "T\tdemo.CalcTest#adds\ndemo/Calc.java\t5,6\n"
@@ -527,7 +534,7 @@ def test_the_coverage_readers_lines_are_read_per_test_parameters_merged() -> Non
 
 
 def test_nested_class_ids_are_tried_as_binary_names() -> None:
-    from runners.maven import _binary_names
+    from runners.java.maven import _binary_names
 
     assert list(_binary_names("a.b.Outer.Inner")) == ["a.b.Outer.Inner", "a.b.Outer$Inner"]
     assert list(_binary_names("a.b.CalcTest")) == ["a.b.CalcTest"]
@@ -535,7 +542,7 @@ def test_nested_class_ids_are_tried_as_binary_names() -> None:
 
 def test_maven_errors_keep_their_output_without_stack_frames() -> None:
     """Maven without -e, as a wrapper may run it; real -e outputs are in ``test_results.py``."""
-    from runners.maven import _maven_error
+    from runners.java.maven import _maven_error
 
     compile_output = (
         "\x1b[0m[ERROR] COMPILATION ERROR : \n"
@@ -684,8 +691,8 @@ def test_a_missing_dependency_is_a_failed_build_naming_it(tmp_path: Path) -> Non
 def test_an_engine_that_fails_to_discover_is_a_launcher_failure_with_its_cause() -> None:
     """The console launcher's own report when the vintage engine refuses JUnit 4.10 (saved from a
     real run): no test is "absent", the harness failed, and says why."""
-    from runners.maven import _discovery_failure
-    from runners.sandbox import ExecResult
+    from runners.java.maven import _discovery_failure
+    from runners.sandbox.base import ExecResult
 
     stderr = (
         "Dec 01, 2026 3:41:19 AM org.junit.platform.launcher.listeners.discovery."

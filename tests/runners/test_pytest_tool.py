@@ -18,10 +18,8 @@ from pathlib import Path
 import pytest
 
 from runners import EnvSpec, FolderTree, LocalSandbox, Outcome, detect_env, get_build_tool
-from runners.pytest_tool import PytestTool, _in_worktree
-from runners.results import cause_line
-from runners.sandbox import ExecResult
-from runners.venvs import (
+from runners.python.pytest_tool import PytestTool, _in_worktree
+from runners.python.venvs import (
     MARKER,
     SEEDS_ENV,
     VENVS_ENV,
@@ -37,6 +35,8 @@ from runners.venvs import (
     venv_for,
     venv_note,
 )
+from runners.results import cause_line
+from runners.sandbox.base import ExecResult
 from tests.runners.python_projects import (
     CALC_CORE,
     CALC_INIT,
@@ -856,7 +856,7 @@ def test_results_a_test_garbles_are_its_error_never_coevos(tmp_path: Path) -> No
     """The tests run in the process that writes the results file and can append to it: a line
     that is no record, a field of another type, or a file over the limit gives every test an
     error with one line, and nothing raises."""
-    from runners import pytest_tool
+    from runners.python import pytest_tool
 
     root = write(
         tmp_path / "garble",
@@ -896,7 +896,7 @@ def test_results_a_test_garbles_are_its_error_never_coevos(tmp_path: Path) -> No
 
 
 def test_the_results_reader_takes_only_what_the_plugin_writes() -> None:
-    from runners.pytest_tool import _read_records
+    from runners.python.pytest_tool import _read_records
     from runners.results import UnreadableReport
 
     good = (

@@ -16,8 +16,8 @@ import pytest
 
 from runners import EnvSpec, FolderTree, GitTree, LocalSandbox, Outcome, PytestTool, cause_line, detect_env
 from runners.buildtools import BuildChoice, BuildResult
-from runners.revisions import BuiltRevision, prepare_revision
-from runners.venvs import MARKER, UNDATED
+from runners.environments.revisions import BuiltRevision, prepare_revision
+from runners.python.venvs import MARKER, UNDATED
 from tests.gitrepo import GitRepo
 from tests.runners.python_projects import (
     GROUPED_TESTS,

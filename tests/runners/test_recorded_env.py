@@ -17,8 +17,8 @@ from sqlmodel import select
 import miner
 from coevo.cli import main
 from curation import CurateRequest, curate
-from runners.scoring import leaderboard
-from runners.venvs import MARKER
+from runners.python.venvs import MARKER
+from runners.scoring.scorer import leaderboard
 from tasks import CuratedPair, Task, Track, open_store
 from tests.gitrepo import GitRepo
 from tests.runners.python_projects import (

@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from runners.maven import _javac_error, _maven_error
-from runners.pytest_tool import _by_request, _combine
+from runners.java.maven import _javac_error, _maven_error
+from runners.python.pytest_tool import _by_request, _combine
 from runners.results import (
     CAUSE_LIMIT,
     MESSAGE_LIMIT,
@@ -19,7 +19,7 @@ from runners.results import (
     in_context,
     parse_junit_xml,
 )
-from runners.sandbox import ExecResult
+from runners.sandbox.base import ExecResult
 
 CONSOLE_LAUNCHER = b"""<?xml version="1.0" encoding="UTF-8"?>
 <testsuite name="JUnit Jupiter" tests="3" skipped="0" failures="1" errors="1" time="0.05">

@@ -9,7 +9,7 @@ from sqlmodel import select
 
 import miner
 from miner import canonical_remote
-from runners.revisions import prepare_revision, repository_key
+from runners.environments.revisions import prepare_revision, repository_key
 from tasks import Repository, open_store
 from tests.gitrepo import GitRepo
 
@@ -87,7 +87,7 @@ def test_a_full_disk_is_the_machines_fault_never_a_build_failure() -> None:
     storing it as build_failed; a build that only prints the words with room to spare failed alone."""
     import errno
 
-    from runners.revisions import _low_on_space
+    from runners.environments.revisions import _low_on_space
     from tasks import DiskFull, disk_full
 
     assert isinstance(disk_full(OSError(errno.ENOSPC, "No space left on device", "/v/x")), DiskFull)

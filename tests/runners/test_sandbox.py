@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from runners import LocalSandbox
-from runners.sandbox import UnsafePath, read_beneath, write_beneath
+from runners.sandbox.base import UnsafePath, read_beneath, write_beneath
 
 
 def test_runs_in_the_worktree_with_env_and_files(tmp_path: Path) -> None:

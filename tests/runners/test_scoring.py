@@ -21,8 +21,8 @@ from sqlalchemy import delete
 from sqlmodel import col, select
 
 from coevo.example import write_example
-from runners.agents import Agent, BadAgent, find_agent, load_agents
-from runners.scoring import ScoreOptions, leaderboard, prepare_workspace, score
+from runners.scoring.agents import Agent, BadAgent, find_agent, load_agents
+from runners.scoring.scorer import ScoreOptions, leaderboard, prepare_workspace, score
 from tasks import AgentRun, Repository, Task, Track, open_store
 from tests.shared import curated_once
 

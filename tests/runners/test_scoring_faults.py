@@ -15,9 +15,9 @@ from sqlmodel import select
 import miner
 from coevo.example import write_example
 from curation import CurateRequest, curate
-from runners.agents import find_agent
-from runners.docker_sandbox import LABEL, OWNER_LABEL, docker_client
-from runners.scoring import ScoreOptions, leaderboard, score
+from runners.sandbox.docker_sandbox import LABEL, OWNER_LABEL, docker_client
+from runners.scoring.agents import find_agent
+from runners.scoring.scorer import ScoreOptions, leaderboard, score
 from tasks import AgentRun, GoldCheck, Task, open_store
 from tests.curation.small import mined_and_curated
 from tests.gitrepo import GitRepo

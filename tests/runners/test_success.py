@@ -10,7 +10,7 @@ import pytest
 from sqlmodel import select
 
 from runners.mutation import Mutant, MutationResult
-from runners.success import strict_success
+from runners.scoring.success import strict_success
 
 TEST = "tests/test_shapes.py::test_triangle"
 OTHER = "tests/test_shapes.py::test_square"
@@ -106,8 +106,8 @@ def test_the_gold_check_measures_what_the_gold_detects(
     one such task): an agent that checks the warning its own way succeeds strictly, as the gold."""
     import miner
     from curation import CurateRequest, curate
-    from runners.agents import Agent
-    from runners.scoring import ScoreOptions, score
+    from runners.scoring.agents import Agent
+    from runners.scoring.scorer import ScoreOptions, score
     from tasks import AgentRun, GoldCheck, Task, open_store
     from tests.gitrepo import GitRepo
 
@@ -157,7 +157,7 @@ def test_runs_that_disagree_make_a_method_flaky() -> None:
     old), whatever the order."""
     from runners.buildtools import TestRun
     from runners.results import Outcome, TestResult
-    from runners.scoring import _agreed
+    from runners.scoring.scorer import _agreed
 
     def runs(*outcomes: Outcome) -> list[TestRun]:
         return [TestRun((TestResult(TEST, outcome, f"run {i}"),)) for i, outcome in enumerate(outcomes)]
@@ -183,8 +183,8 @@ def test_what_the_gold_check_asks_of_agents() -> None:
     """Nothing where the focal code has no mutant; what the gold's own checks detect in a complete
     run; everything (fail closed) where coevo could not measure the gold, so that a fault of its
     own never makes every success strict."""
-    from runners.maven import NO_MUTATIONS
-    from runners.scoring import _undetecting
+    from runners.java.maven import NO_MUTATIONS
+    from runners.scoring.scorer import _undetecting
 
     tests = [TEST, OTHER]
     assert _undetecting(tests, None) == tests

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from runners import FolderTree, detect_env
-from runners.testdeps import (
+from runners.python.testdeps import (
     DeclaredInstall,
     declared_test_installs,
     dependency_groups,

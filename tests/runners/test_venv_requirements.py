@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runners.venvs import _plain_requirement_files
+from runners.python.venvs import _plain_requirement_files
 
 
 def test_local_editables_in_requirement_files_are_made_plain(tmp_path: Path) -> None:

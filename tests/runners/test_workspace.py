@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from runners.judge_tree import source_file_of
-from runners.workspace import UnreadableTestFile, changed_paths, read_agent_file, tree_state
+from runners.scoring.judge_tree import source_file_of
+from runners.scoring.workspace import UnreadableTestFile, changed_paths, read_agent_file, tree_state
 
 
 def _workspace(tmp_path: Path) -> Path:

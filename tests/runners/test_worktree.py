@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.worktree import WorktreeFailed, export_revision
+from runners.environments.worktree import WorktreeFailed, export_revision
 from tests.miner.histories import CALC, java_history
 
 
