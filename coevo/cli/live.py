@@ -31,10 +31,13 @@ from .curating import curate_bar, curation_json, curation_options, print_curatio
 from .mining import mine_bar, print_runs, repository_names
 from .options import (
     BACKEND,
+    CURATE,
     CURATING_RISK,
     LIMIT,
     RERUNS,
     SINCE,
+    SITE,
+    SNAPSHOTS,
     chosen_backend,
     common,
     err,
@@ -52,27 +55,10 @@ from .publishing import site_line
 @click.command()
 @mining_options
 @window
-@click.option(
-    "--curate/--no-curate",
-    default=True,
-    show_default=True,
-    help="Curate what was mined (build and run the candidates' tests).",
-)
+@CURATE
 @curation_options
-@click.option(
-    "--snapshots",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("snapshots"),
-    show_default=True,
-    help="Where a snapshot of every task is written when the run gained or retired tasks.",
-)
-@click.option(
-    "--site",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("site"),
-    show_default=True,
-    help="Where the static site of the store is rendered at the end (coevo site).",
-)
+@SNAPSHOTS
+@SITE
 @BACKEND
 @common
 def run(
@@ -215,22 +201,10 @@ def schedule_group() -> None:
     help="Mine the repositories coevo discover --add registered for this language.",
 )
 @SINCE
-@click.option("--curate/--no-curate", default=True, show_default=True, help="Curate what each cycle mined.")
+@CURATE
 @RERUNS
-@click.option(
-    "--snapshots",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("snapshots"),
-    show_default=True,
-    help="Where a cycle that added or retired tasks writes a snapshot.",
-)
-@click.option(
-    "--site",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=Path("site"),
-    show_default=True,
-    help="Where a cycle that added or retired tasks renders the site.",
-)
+@SNAPSHOTS
+@SITE
 @click.option(
     "--revalidate",
     type=click.IntRange(min=0),

@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -89,6 +90,29 @@ RERUNS = click.option(
     help="Runs of every matrix cell; runs that disagree make the cell flaky.",
 )
 """Curation's reruns: ``coevo run`` and ``curate`` take it, and ``schedule add`` for its cycles."""
+
+CURATE = click.option(
+    "--curate/--no-curate",
+    default=True,
+    show_default=True,
+    help="Curate what was mined (build and run the candidates' tests).",
+)
+SNAPSHOTS = click.option(
+    "--snapshots",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("snapshots"),
+    show_default=True,
+    help="Where a snapshot of every task is written when a run or cycle gained or retired tasks.",
+)
+SITE = click.option(
+    "--site",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("site"),
+    show_default=True,
+    help="Where the static site is rendered (coevo site): at the end of a run; by a cycle, when "
+    "it gained or retired tasks.",
+)
+"""What ``coevo run`` and ``schedule add`` (for its cycles) do after mining."""
 
 
 BACKEND = click.option(
