@@ -17,8 +17,7 @@ PACKAGES = ("coevo", "curation", "miner", "runners", "tasks", "web")
 
 
 def module_files(root: Path, packages: Iterable[str]) -> dict[str, Path]:
-    """Every module of ``packages`` under ``root`` by dotted name (a package by its own name, its
-    ``__init__.pyi`` standing for its ``__init__.py`` where it has one)."""
+    """Every module of ``packages`` under ``root`` by dotted name (a package by its own name)."""
     found: dict[str, Path] = {}
     for package in packages:
         for path in sorted((root / package).rglob("*.py")):
@@ -29,7 +28,8 @@ def module_files(root: Path, packages: Iterable[str]) -> dict[str, Path]:
     return found
 
 
-def _sources(module: str, path: Path) -> list[Path]:
+def _sources(path: Path) -> list[Path]:
+    """A module's source; a package's ``__init__.py`` and, when it has one, its stub."""
     stub = path.with_suffix(".pyi")
     return [path, stub] if path.name == "__init__.py" and stub.is_file() else [path]
 
@@ -52,7 +52,7 @@ def import_graph(root: Path, packages: Iterable[str]) -> dict[str, set[str]]:
     modules = module_files(root, packages)
     graph: dict[str, set[str]] = {module: set() for module in modules}
     for module, path in modules.items():
-        for source in _sources(module, path):
+        for source in _sources(path):
             for node in ast.walk(ast.parse(source.read_bytes(), filename=str(source))):
                 if not isinstance(node, ast.Import | ast.ImportFrom):
                     continue
