@@ -20,13 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jinja2
-
 from tasks import InfrastructureError
 
 from ..java.jdk import ERA_JDKS, NoSuitableJdk, plan_jdk
 from ..java.maven import DEPENDENCY_PLUGIN, SKIP_PROPERTIES
 from ..java.tools import PER_TEST_COVERAGE_JARS, PER_TEST_COVERAGE_SOURCE, TOOLS, pit_pom
+from ..rendering import render
 from ..sandbox.docker_sandbox import DockerSandbox
 from ..sandbox.egress import MAVEN_SETTINGS, EgressPolicy
 from ..sandbox.scratch import temporary_dir
@@ -59,13 +58,6 @@ DEBIAN_PYTHONS = {"3.9": "bullseye", "3.11": "bookworm", "3.13": "trixie"}
 """The Python each Debian suite reachable here packages, so each era's Python has a base image
 (``debian:<suite>-slim``, built locally by ``coevo env setup``). sid's change under us, and
 buster left the mirror."""
-
-_templates = jinja2.Environment(
-    loader=jinja2.PackageLoader("runners", "templates"),
-    undefined=jinja2.StrictUndefined,
-    keep_trailing_newline=True,
-    autoescape=False,
-)
 
 
 class ImageBuildFailed(InfrastructureError):
@@ -176,9 +168,7 @@ def base_image_plan(
         template, key = "python.Dockerfile.j2", f"python{python}"
     else:
         raise ImageBuildFailed(f"no image template for language {spec.language!r}")
-    dockerfile = _templates.get_template(template).render(
-        from_image=from_image, ca_bundle=ca_bundle is not None, **values
-    )
+    dockerfile = render(template, from_image=from_image, ca_bundle=ca_bundle is not None, **values)
     tag = f"coevo-base:{key}-{_content_hash(dockerfile, context, files)}"
     return ImagePlan(tag, key, dockerfile, tuple(context), tuple(notes), tuple(files))
 
@@ -203,7 +193,8 @@ def deps_image_plan(
     if not base.key.startswith("java"):
         raise ImageBuildFailed(f"no deps image for {base.key}: Python dependencies live in cached venvs")
     files = tuple(sorted(build_files.items()))
-    script = _templates.get_template("java-deps.sh.j2").render(
+    script = render(
+        "java-deps.sh.j2",
         base_tag=base.tag,
         build_dir=IMAGE_DEPS_BUILD,
         settings=f"{IMAGE_DEPS_BUILD}/{_DEPS_SETTINGS}",

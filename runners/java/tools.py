@@ -23,6 +23,8 @@ import requests
 
 from tasks import CoevoError, InfrastructureError
 
+from ..rendering import TEMPLATES, render
+
 TOOLS_ENV = "COEVO_TOOLS"
 MAVEN_CENTRAL = "https://repo1.maven.org/maven2"
 _TIMEOUT = 60.0
@@ -153,19 +155,10 @@ def maven_home(cache: Path | None = None, session: requests.Session | None = Non
 def pit_pom() -> str:
     """The pom whose dependencies are PIT's command line and its JUnit 5 plugin at coevo's versions:
     resolved on the host (:func:`~runners.mutation.pit_jars`) and in Java images alike."""
-    import jinja2  # only where PIT is resolved
-
-    templates = jinja2.Environment(
-        loader=jinja2.PackageLoader("runners", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        autoescape=False,
-    )
-    versions = {"pit_version": PIT_VERSION, "pit_junit5_version": PIT_JUNIT5_VERSION}
-    return templates.get_template("pit-pom.xml.j2").render(**versions)
+    return render("pit-pom.xml.j2", pit_version=PIT_VERSION, pit_junit5_version=PIT_JUNIT5_VERSION)
 
 
-PER_TEST_COVERAGE_SOURCE = Path(__file__).parents[1] / "templates" / "PerTestCoverage.java"
+PER_TEST_COVERAGE_SOURCE = TEMPLATES / "PerTestCoverage.java"
 """The JUnit listener that takes JaCoCo's data after each test, and the reader that turns it into
 lines per test: compiled by each JDK that runs tests, here by :func:`per_test_coverage` and in
 Docker images when they are built."""

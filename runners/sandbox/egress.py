@@ -35,6 +35,7 @@ from urllib.parse import unquote, urlsplit
 
 from tasks import InfrastructureError
 
+from ..rendering import TEMPLATES
 from .scratch import scratch_dir
 
 log = logging.getLogger(__name__)
@@ -45,7 +46,7 @@ PROXY_URL = f"http://127.0.0.1:{RELAY_PORT}"
 SOCKET_DIR = "/run/coevo-egress"
 """Where the proxy's socket folder is mounted in a build container."""
 SOCKET_NAME = "proxy.sock"
-MAVEN_SETTINGS = Path(__file__).parents[1] / "templates" / "maven-settings.xml"
+MAVEN_SETTINGS = TEMPLATES / "maven-settings.xml"
 """Maven's settings in a build container: every repository through the relay."""
 ALLOW_ENV = "COEVO_EGRESS_ALLOW"
 """Extra endpoints builds may reach, trusted like a configured index (``host`` or ``host:port``,
