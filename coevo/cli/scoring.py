@@ -13,9 +13,8 @@ from rich.table import Table
 from sqlmodel import select
 
 from runners import cause_line
-from runners.scoring import scorer
 from runners.scoring.agents import check_agent, find_agent
-from runners.scoring.scorer import ScoreOptions, scoring_folders
+from runners.scoring.scorer import ScoreOptions, leaderboard, score, scoring_folders
 from tasks import (
     AgentRun,
     CoevoError,
@@ -136,7 +135,7 @@ def score_command(
                 started.append(True)
             advance(1)
 
-        report = scorer.score(
+        report = score(
             store,
             agent,
             cutoff,
@@ -183,7 +182,7 @@ def leaderboard_command(after: str | None, db: str | None, as_json: bool) -> Non
     Example: coevo leaderboard --after 2025-06-01
     """
     cutoff = parse_date(after, "--after")
-    standings = scorer.leaderboard(opened_store(db, write=False), cutoff)
+    standings = leaderboard(opened_store(db, write=False), cutoff)
     if as_json:
         click.echo(json.dumps([dataclasses.asdict(s) for s in standings], indent=2))
         return
