@@ -35,7 +35,8 @@ from runners import MavenTool, Outcome
 from runners.environments.revisions import prepare_revision
 from runners.environments.sides import Side
 from runners.environments.worktree import GitTree
-from runners.mutation import MutationResult, java_focal_methods
+from runners.java.pit import java_focal_methods
+from runners.mutation import MutationResult
 from tasks import Repository, Task, open_store
 
 MODES = ("scoring", "classes", "baseline")

@@ -68,7 +68,7 @@ def main() -> int:
 def _image_reuse(args: argparse.Namespace) -> None:
     """Builds the project's base image from scratch, then asks for it again: the second is a cache hit."""
     from runners import docker_client
-    from runners.environments.environment import image_plan, prepare_environment
+    from runners.toolchains import image_plan, prepare_environment
 
     spec = detect_env(FolderTree(args.project), "java")
     if args.java:

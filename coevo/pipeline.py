@@ -26,13 +26,15 @@ from miner.gitlog import git
 from runners import BuildResult, EnvSpec, GitTree, TestRun, detect_env, remove_dead_leftovers
 from runners.buildtools import BuildChoice
 from runners.environments.environment import base_images as configured_base_images
-from runners.environments.environment import build_revision, image_plan, jdk_plan, prepare_environment
+from runners.environments.environment import build_revision
 from runners.environments.envspec import commit_date, maven_build_files, resolve_python
 from runners.environments.images import ImagePlan, deps_image_plan, docker_pythons
 from runners.environments.worktree import export_revision
 from runners.java.jdk import NoSuitableJdk
 from runners.java.maven import maven_choice
+from runners.java.toolchain import jdk_plan
 from runners.sandbox.scratch import temporary_dir
+from runners.toolchains import build_files, image_plan, prepare_environment
 from tasks import (
     CoevoError,
     MiningRun,
@@ -204,8 +206,8 @@ def build_and_test(
     ``build_args`` are extra Maven arguments; ``base_images`` override the images to start from.
     """
     path, sha, spec = _revision_env(target, language)
-    build_files = maven_build_files(GitTree(path, sha), spec) if spec.language == "java" else None
-    environment, cached = prepare_environment(spec, backend, build_files, build_args, base_images)
+    files = build_files(GitTree(path, sha), spec)
+    environment, cached = prepare_environment(spec, backend, files, build_args, base_images)
     spec = environment.spec  # with the interpreter the backend chose
     remove_dead_leftovers(docker=environment.backend == "docker")
     with temporary_dir("coevo-worktree-") as tmp:

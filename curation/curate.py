@@ -45,7 +45,8 @@ from runners import (
     resolve_backend,
 )
 from runners.environments.revisions import BuiltRevision, prepare_revision, release_revision, work_root
-from runners.environments.sides import COPY_PREFIX, Side
+from runners.environments.sides import Side
+from runners.python.toolchain import COPY_PREFIX
 from runners.scoring.causes import TEST_CODE, failure_cause, names_of_test_code, packages_of
 from tasks import (
     AgentRun,

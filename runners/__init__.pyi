@@ -8,7 +8,7 @@ from .buildtools import (
     TestRun,
     UnknownBuildTool,
 )
-from .environments.environment import BackendUnsupported, Environment, prepare_environment, resolve_backend
+from .environments.environment import Environment, resolve_backend
 from .environments.envspec import BrokenBuildFile, EnvSpec, NoBuildFound, detect_env
 from .environments.images import ImageBuildFailed, ImagePlan, base_image_plan, build_image, host_ca_bundle
 from .environments.worktree import FolderTree, GitTree, TreeReader, WorktreeFailed, export_revision
@@ -22,14 +22,13 @@ from .sandbox.base import BACKENDS, ExecResult, LocalSandbox, Sandbox
 from .sandbox.docker_sandbox import DockerSandbox, DockerUnavailable, Mount, docker_client, remove_leftovers
 from .sandbox.leftovers import remove_dead_leftovers
 from .scoring.workspace import reset_test_file
-from .toolchains import TOOLCHAINS, Toolchain, get_build_tool
+from .toolchains import TOOLCHAINS, NoToolchain, Toolchain, get_build_tool, prepare_environment, toolchain
 
 __all__ = [
     "BACKENDS",
     "CROSS_CLASSES_DIR",
     "MESSAGE_LIMIT",
     "TOOLCHAINS",
-    "BackendUnsupported",
     "BrokenBuildFile",
     "BuildChoice",
     "BuildResult",
@@ -53,6 +52,7 @@ __all__ = [
     "NoBuildFound",
     "NoPython",
     "NoSuitableJdk",
+    "NoToolchain",
     "NotBuilt",
     "Outcome",
     "PytestTool",
@@ -86,5 +86,6 @@ __all__ = [
     "reset_test_file",
     "resolve_backend",
     "tool_jar",
+    "toolchain",
     "venv_for",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from tasks import CoevoError
@@ -84,3 +85,19 @@ class BuildTool(Protocol):
         coverage: bool = False,
     ) -> TestRun:
         """Runs the tests (``pkg.Class#method`` or pytest node ids) and reads their outcomes."""
+
+
+class BuiltSide(Protocol):
+    """A built revision that runs tests (:class:`~runners.environments.sides.Side`), as a
+    toolchain's cross runs and mutation see it."""
+
+    spec: EnvSpec
+    worktree: Path
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """Where its tests run (network off)."""
+
+    @property
+    def tool(self) -> BuildTool:
+        """The build tool it was built with."""

@@ -1,4 +1,5 @@
 """An environment for a revision: a sandbox of the chosen backend and the build tool set up for it.
+Each language's toolchain puts its environments together (:func:`runners.toolchains.prepare_environment`).
 
 ``local`` runs on the host (JDK chosen to fit, a venv per environment hash), with the
 user's rights and network: nothing is isolated there, by design. ``docker`` runs in images
@@ -25,11 +26,8 @@ from pathlib import Path
 from tasks import CoevoError
 
 from ..buildtools import BuildResult, BuildTool
-from ..java.jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, retry_jdk
-from ..java.maven import MavenTool, maven_repository
-from ..java.tools import TOOLS, tool_jar
-from ..python.pytest_tool import PytestTool
-from ..python.venvs import FoundPython, NoPython, host_pythons, pip_urls, venvs_root
+from ..java.jdk import JdkPlan, NoSuitableJdk, find_jdks, retry_jdk
+from ..java.maven import MavenTool
 from ..sandbox.base import LocalSandbox, Sandbox
 from ..sandbox.docker_sandbox import (
     TEST_USER,
@@ -39,36 +37,37 @@ from ..sandbox.docker_sandbox import (
     Mount,
     docker_client,
 )
-from ..sandbox.egress import MAVEN_SETTINGS, EgressPolicy, egress_policy
-from ..toolchains import get_build_tool
-from .envspec import EnvSpec, maven_download_urls, maven_repository_urls, resolve_python
-from .images import (
-    IMAGE_DEPS_REPO,
-    IMAGE_JDKS,
-    IMAGE_JDKS_SOURCE,
-    IMAGE_PER_TEST_COVERAGE,
-    IMAGE_PIT,
-    ImagePlan,
-    base_image_plan,
-    build_image,
-    deps_image_plan,
-    docker_pythons,
-    host_ca_bundle,
-    image_jdk_home,
-    image_tools_java,
-)
-from .worktree import FolderTree
+from ..sandbox.egress import EgressPolicy, egress_policy
+from .envspec import EnvSpec
+from .images import IMAGE_JDKS, IMAGE_JDKS_SOURCE, ImagePlan
+from .worktree import FolderTree, TreeReader
 
 BASE_IMAGES_ENV = "COEVO_BASE_IMAGES"
 REVISION_M2 = "m2"
 """A revision's own Maven repository (Docker), beside its worktree."""
-_IMAGE_TOOLS = "/opt/coevo/tools"
-_IMAGE_M2 = "/root/.m2/repository"
-_IMAGE_SHARED_M2 = "/opt/coevo/shared-m2"
 
 
-class BackendUnsupported(CoevoError):
-    """The chosen backend cannot run this kind of environment yet."""
+@dataclass(frozen=True)
+class EnvironmentRequest:
+    """What a toolchain puts an environment together from
+    (:func:`runners.toolchains.prepare_environment`)."""
+
+    spec: EnvSpec
+    backend: str
+    """``local`` or ``docker``."""
+    build_files: Mapping[str, bytes] | None = None
+    """Java: the revision's build files, for a deps image
+    (:func:`~runners.environments.envspec.maven_build_files`)."""
+    build_args: Sequence[str] = ()
+    """The repository's own build arguments (Maven's)."""
+    from_images: Mapping[str, str] | None = None
+    """Base images to start from, by key (:func:`base_images`)."""
+    jdk: JdkPlan | None = None
+    """Java: the JDK to build with (a recorded plan, a retry's), else the one of the revision's era."""
+
+
+def _no_downloads(tree: TreeReader, spec: EnvSpec) -> Sequence[str]:
+    return ()
 
 
 def build_revision(
@@ -133,6 +132,13 @@ class Environment:
     """Java: the JDK it builds and runs with, and why."""
     remake: Callable[[JdkPlan], Environment] | None = field(default=None, compare=False, repr=False)
     """The same environment for another JDK plan (how a retry or a recorded build gets one)."""
+    build_mounts: tuple[Mount, ...] = ()
+    """Files a build's containers see besides (Java: the Maven settings that send it to the egress proxy)."""
+    download_urls: Callable[[TreeReader, EnvSpec], Sequence[str]] = field(
+        default=_no_downloads, compare=False, repr=False
+    )
+    """The URLs a revision's build files name to download from (its repositories, indexes): its
+    egress policy lets them through."""
 
     def retry(self, built: BuildResult) -> Environment | None:
         """Where to build once more after ``built`` failed here in a way another JDK explains
@@ -180,10 +186,7 @@ class Environment:
 
     def egress(self, worktree: Path) -> EgressPolicy:
         """What a build of ``worktree`` may reach: the registries, the host's indexes, the hosts it names."""
-        tree = FolderTree(worktree)
-        if self.spec.language == "java":
-            return egress_policy("java", maven_download_urls(tree, self.spec))
-        return egress_policy(self.spec.language, pip_urls(self.spec, tree))
+        return egress_policy(self.spec.language, self.download_urls(FolderTree(worktree), self.spec))
 
     def _docker(
         self,
@@ -200,8 +203,8 @@ class Environment:
             mounts.append(Mount(own, self.revision_repository, writable=building))
         for mount in mounts:
             mount.host.mkdir(parents=True, exist_ok=True)
-        if building and self.spec.language == "java":
-            mounts.append(Mount(MAVEN_SETTINGS, "/root/.m2/settings.xml"))
+        if building:
+            mounts += self.build_mounts
         return DockerSandbox(
             docker_client(),
             self.image.tag,
@@ -235,112 +238,3 @@ def base_images(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
         found[key.strip()] = image.strip()
     found.update(overrides or {})
     return found
-
-
-def image_plan(
-    spec: EnvSpec, from_images: Mapping[str, str] | None = None, jdk: int | None = None
-) -> ImagePlan:
-    """The base image plan for ``spec`` on this host: its CA bundle, coevo's tools; for Java, JDK
-    ``jdk`` (default: the one the spec's era asks for, :func:`jdk_plan`)."""
-    if spec.language != "java":
-        return base_image_plan(spec, base_images(from_images), ca_bundle=host_ca_bundle())
-    jars = [tool_jar(name) for name in TOOLS]
-    return base_image_plan(
-        spec,
-        base_images(from_images),
-        ca_bundle=host_ca_bundle(),
-        tool_jars={path.name: path for path in jars},
-        maven_archive=tool_jar("maven"),
-        jdk=jdk_plan(spec, "docker").feature if jdk is None else jdk,
-    )
-
-
-def jdk_plan(spec: EnvSpec, backend: str) -> JdkPlan:
-    """The JDK a Java revision builds with on ``backend`` (``docker`` or ``local``), and why: among
-    coevo's images' JDKs in Docker, the installed ones on the host (:func:`~runners.java.jdk.plan_jdk`)."""
-    if backend == "docker":
-        return plan_jdk(spec, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
-    return plan_jdk(spec, [jdk.feature for jdk in find_jdks()])
-
-
-def prepare_environment(
-    spec: EnvSpec,
-    backend: str = "auto",
-    build_files: Mapping[str, bytes] | None = None,
-    build_args: Sequence[str] = (),
-    from_images: Mapping[str, str] | None = None,
-    jdk: JdkPlan | None = None,
-) -> tuple[Environment, bool]:
-    """The environment for ``spec``, its images built (Docker), and whether they were all cached.
-
-    ``build_files`` (:func:`~runners.environments.envspec.maven_build_files`) add a deps image over the
-    Java base image; ``build_args`` are the repository's own Maven arguments. Java builds with
-    ``jdk`` (a recorded plan, a retry's), else the JDK of the revision's era (:func:`jdk_plan`);
-    raises :class:`~runners.java.jdk.NoSuitableJdk` when that JDK cannot be had. A Python spec gets
-    its interpreter chosen among the backend's (pyenv's on the host, the base images' in
-    Docker): the environment's spec says which, and why in its last note.
-    """
-    backend = resolve_backend(backend)
-
-    def remake(other: JdkPlan) -> Environment:
-        return prepare_environment(spec, backend, build_files, build_args, from_images, other)[0]
-
-    if backend == "local":
-        if spec.language == "java":
-            local = jdk or jdk_plan(spec, "local")
-            tool = MavenTool(jdk=_installed_jdk(local.feature), plan=local, maven_args=build_args)
-            return Environment("local", spec, tool, jdk=local, remake=remake), True
-        if spec.language == "python":
-            present = host_pythons()
-            if not present:
-                raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
-            spec = resolve_python(spec, present, "host")
-        return Environment("local", spec, get_build_tool(spec.build_tool)), True
-    if spec.language not in ("java", "python"):
-        raise BackendUnsupported(f"no Docker environment for {spec.language}; use --backend local")
-    if spec.language == "python":
-        spec = resolve_python(spec, docker_pythons(base_images(from_images)), "Docker")
-    java = (jdk or jdk_plan(spec, "docker")) if spec.language == "java" else None
-    plan = image_plan(spec, from_images, java.feature if java else None)
-    client = docker_client()
-    cached = build_image(client, plan)
-    if spec.language == "python":
-        # Venvs live on the host, mounted at the same path, keyed by the container's interpreter.
-        python = plan.key.removeprefix("python")
-        interpreter = FoundPython(Path(f"/usr/bin/python{python}"), f"{python} in {plan.tag}")
-        venvs = venvs_root()
-        mounts = (Mount(venvs, str(venvs)),)
-        return Environment(
-            "docker", spec, PytestTool(python=interpreter), plan, mounts, same_paths=True
-        ), cached
-    assert java is not None
-    if build_files:
-        plan = deps_image_plan(plan, build_files, [*java.maven_args(), *build_args])
-        egress = egress_policy("java", maven_repository_urls(build_files))
-        cached = build_image(client, plan, egress) and cached
-    tools_java = image_tools_java(java.feature)
-    maven = MavenTool(
-        maven_repo=_IMAGE_M2,
-        tool_path=lambda name: f"{_IMAGE_TOOLS}/{TOOLS[name].file_name}",
-        jdk=Jdk(home=Path(image_jdk_home(java.feature)), feature=java.feature),
-        plan=java,
-        maven="mvn",
-        tools_jdk=Jdk(Path(image_jdk_home(tools_java)), tools_java) if tools_java else None,
-        maven_args=build_args,
-        repo_tail=",".join([IMAGE_DEPS_REPO, _IMAGE_SHARED_M2] if build_files else [_IMAGE_SHARED_M2]),
-        pit_dir=IMAGE_PIT,
-        per_test_folder=IMAGE_PER_TEST_COVERAGE,
-    )
-    shared = (Mount(Path(maven_repository()), _IMAGE_SHARED_M2),)
-    environment = Environment(
-        "docker", spec, maven, plan, shared, revision_repository=_IMAGE_M2, jdk=java, remake=remake
-    )
-    return environment, cached
-
-
-def _installed_jdk(feature: int) -> Jdk:
-    """The installed JDK ``feature`` (the oldest home of it)."""
-    for jdk in find_jdks():
-        if jdk.feature == feature:
-            return jdk
-    raise NoSuitableJdk(f"JDK {feature} is not installed; install it or list its home in ${JDKS_ENV}")

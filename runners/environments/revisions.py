@@ -34,8 +34,9 @@ from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, d
 from ..buildtools import BuildChoice, BuildResult
 from ..java.jdk import JdkPlan, recorded_plan
 from ..python.venvs import seeds_root, venvs_root
-from .environment import REVISION_M2, Environment, build_revision, prepare_environment
-from .envspec import EnvSpec, commit_date, detect_env, maven_build_files
+from ..toolchains import build_files, prepare_environment
+from .environment import REVISION_M2, Environment, build_revision
+from .envspec import EnvSpec, commit_date, detect_env
 from .sides import Side
 from .worktree import GitTree, export_revision
 
@@ -111,7 +112,7 @@ def _repository_key(path: str) -> str:
 def focus_modules(spec: EnvSpec, test_files: Sequence[str]) -> EnvSpec:
     """``spec`` restricted to the Maven modules that hold ``test_files`` (all when the root does)."""
     needed = {spec.module_for(path) for path in test_files}
-    if spec.language != "java" or not needed or "" in needed or len(spec.modules) <= 1:
+    if not needed or "" in needed or len(spec.modules) <= 1:  # Python: no modules
         return spec
     return dataclasses.replace(spec, build_modules=tuple(sorted(needed)))
 
@@ -144,9 +145,9 @@ def prepare_revision(
     try:
         spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
         spec = focus_modules(spec, test_files)
-        if pins and spec.language == "python":
+        if pins:  # only Python's tasks record them
             spec = dataclasses.replace(spec, pins=tuple(pins))
-        files = maven_build_files(GitTree(repo_path, sha), spec) if spec.language == "java" else None
+        files = build_files(GitTree(repo_path, sha), spec)
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
         spec = environment.spec  # with what the backend chose (a Python among its own)
     except InfrastructureError:

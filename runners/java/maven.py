@@ -27,15 +27,7 @@ from tasks import CoevoError
 
 from ..buildtools import BuildChoice, BuildResult, Coverage, TestRun
 from ..environments.envspec import EnvSpec
-from ..mutation import (
-    FocalMethod,
-    Mutant,
-    MutationResult,
-    after_control_run,
-    export_identity,
-    parse_mutations,
-    pit_jars,
-)
+from ..mutation import Mutant, MutationResult, after_control_run
 from ..results import (
     REPORT_LIMIT,
     Outcome,
@@ -49,6 +41,7 @@ from ..results import (
 )
 from ..sandbox.base import ExecResult, Sandbox, UnsafePath, read_beneath
 from .jdk import JDKS_ENV, Jdk, JdkPlan, NoSuitableJdk, find_jdks, plan_jdk, tools_jdk
+from .pit import FocalMethod, export_identity, parse_mutations, pit_jars
 from .tools import MAVEN_VERSION, maven_home, per_test_coverage, tool_jar
 
 M2_ENV = "COEVO_M2"

@@ -154,7 +154,7 @@ def maven_home(cache: Path | None = None, session: requests.Session | None = Non
 
 def pit_pom() -> str:
     """The pom whose dependencies are PIT's command line and its JUnit 5 plugin at coevo's versions:
-    resolved on the host (:func:`~runners.mutation.pit_jars`) and in Java images alike."""
+    resolved on the host (:func:`~runners.java.pit.pit_jars`) and in Java images alike."""
     return render("pit-pom.xml.j2", pit_version=PIT_VERSION, pit_junit5_version=PIT_JUNIT5_VERSION)
 
 

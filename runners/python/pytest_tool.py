@@ -28,9 +28,10 @@ from pathlib import Path
 
 from ..buildtools import BuildChoice, BuildResult, Coverage, TestRun
 from ..environments.envspec import EnvSpec
-from ..mutation import Mutant, MutationResult, PythonMutant, after_control_run
+from ..mutation import Mutant, MutationResult, after_control_run
 from ..results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
 from ..sandbox.base import ExecResult, Sandbox, UnsafePath, read_beneath, write_beneath
+from .mutants import PythonMutant
 from .venvs import (
     FoundPython,
     NoPython,

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from runners import FolderTree, detect_env
-from runners.environments.environment import image_plan, prepare_environment
 from runners.environments.envspec import maven_build_files
 from runners.environments.images import deps_image_plan
+from runners.toolchains import image_plan, prepare_environment
 from tests.runners import maven_projects
 from tests.runners import python_projects as pytest_projects
 

@@ -38,8 +38,8 @@ from runners.java.maven import (
     classpath_file,
     maven_choice,
 )
+from runners.java.pit import FocalMethod
 from runners.java.tools import MAVEN_VERSION, ToolArtifact, ToolDownloadFailed, UnknownTool, tool_jar
-from runners.mutation import FocalMethod
 from runners.results import cause_line
 from runners.sandbox.base import ExecResult
 

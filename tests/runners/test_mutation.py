@@ -6,17 +6,9 @@ from pathlib import Path
 
 import cosmic_ray.plugins
 
-from runners.mutation import (
-    PYTHON_OPERATORS,
-    Mutant,
-    MutationResult,
-    after_control_run,
-    java_focal_methods,
-    only_these_tests,
-    parse_mutations,
-    pit_test_id,
-    python_mutants,
-)
+from runners.java.pit import java_focal_methods, only_these_tests, parse_mutations, pit_test_id
+from runners.mutation import Mutant, MutationResult, after_control_run
+from runners.python.mutants import PYTHON_OPERATORS, python_mutants
 
 DATA = Path(__file__).parent / "data"
 

@@ -681,7 +681,7 @@ def scale(x, factor=2):
 
 @pytest.mark.slow
 def test_each_mutant_is_served_to_the_tests_and_the_tree_is_left_alone(tmp_path: Path) -> None:
-    from runners.mutation import python_mutants
+    from runners.python.mutants import python_mutants
 
     root = write(
         tmp_path / "ranges",
@@ -796,7 +796,7 @@ def test_only_a_tests_own_check_detects_a_mutant(tmp_path: Path) -> None:
     """A mutant that makes the code raise fails every test that calls it; only the tests whose own
     check failed (an assert, an explicit raise, pytest.raises, unittest's assertions) are its
     evidence: a test that asserts nothing detects none (StrictSuccess by any exception)."""
-    from runners.mutation import python_mutants
+    from runners.python.mutants import python_mutants
 
     root = write(
         tmp_path / "area",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from runners.scoring.judge_tree import source_file_of
+from runners.java.outputs import source_file_of
 from runners.scoring.workspace import UnreadableTestFile, changed_paths, read_agent_file, tree_state
 
 
