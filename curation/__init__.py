@@ -1,6 +1,6 @@
 """Curation by execution: the 4-way test matrix, classification, drop reasons and the funnel."""
 
-from .classify import FAILING, TRACKS, Verdict, cells_for, classify
+from .classify import DEFAULT_KINDS, FAILING, TRACKS, Verdict, cells_for, classify
 from .curate import (
     DEFAULT_MAX_SPAN_HOURS,
     CurateProgress,
@@ -23,6 +23,7 @@ from .revalidate import (
 )
 
 __all__ = [
+    "DEFAULT_KINDS",
     "DEFAULT_MAX_SPAN_HOURS",
     "DEFAULT_SAMPLE",
     "FAILING",

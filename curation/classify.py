@@ -20,6 +20,11 @@ FAILING = frozenset({"fail", "error", "compile_error", "absent", "xfail"})
 ran and failed; a skipped test says nothing, and a cell that must pass asks for ``pass`` itself)."""
 TRACKS = {Label.TEST_GENERATION: Track.GENERATION, Label.TEST_UPDATE_POSITIVE: Track.UPDATE}
 """The classes that become tasks, and their tracks; the other classes are kept as records."""
+TRACK_OF_KIND = {TestChangeKind.INSERTED: Track.GENERATION, TestChangeKind.UPDATED: Track.UPDATE}
+"""The track a candidate of each kind can become a task of; an unchanged test becomes none (at
+best a negative record, ``test_update_negative``)."""
+DEFAULT_KINDS = (TestChangeKind.INSERTED, TestChangeKind.UPDATED)
+"""The kinds curation takes unless asked for all: those that can become tasks."""
 
 
 @dataclass(frozen=True)

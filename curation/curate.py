@@ -79,7 +79,7 @@ from tasks import (
     utcnow,
 )
 
-from .classify import FAILING, TRACKS, Verdict, cells_for, classify
+from .classify import DEFAULT_KINDS, FAILING, TRACK_OF_KIND, TRACKS, Verdict, cells_for, classify
 from .matrix import Cell
 from .static import (
     changed_test_helpers,
@@ -115,6 +115,10 @@ class CurateRequest:
     build_timeout: float = 1800.0
     max_span_hours: float = DEFAULT_MAX_SPAN_HOURS
     base_images: Mapping[str, str] | None = None
+    kinds: tuple[TestChangeKind, ...] = DEFAULT_KINDS
+    """The candidates curated, by change kind: by default those that can become tasks (inserted and
+    updated tests). A pair curated without some kinds is curated again for them when they are asked
+    for, its other candidates' records kept."""
 
 
 @dataclass
@@ -262,9 +266,12 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str, str, int]]:
-    """(pair id, rev1, rev2, repository id) of the pairs to curate, oldest rev2 first."""
+    """(pair id, rev1, rev2, repository id) of the pairs to curate, oldest rev2 first: those with
+    a candidate of the kinds asked for that has no record yet (or any, with ``redo``; or whose
+    build had no environment, with ``retry_env``)."""
+    asked = col(Candidate.change_kind).in_(request.kinds)
     with store.session() as session:
-        query = select(RevisionPair).where(col(RevisionPair.id).in_(select(Candidate.pair_id).distinct()))
+        query = select(RevisionPair).where(col(RevisionPair.id).in_(select(Candidate.pair_id).where(asked)))
         if request.repository is not None:
             repo = session.exec(select(Repository).where(Repository.name == request.repository)).first()
             if repo is None:
@@ -278,14 +285,25 @@ def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str,
         done: set[int | None] = set()
         if not request.redo:
             curated = session.exec(select(CuratedPair)).all()
+            lacking = set(
+                session.exec(
+                    select(Candidate.pair_id)
+                    .where(asked, col(Candidate.id).not_in(select(CurationRecord.candidate_id)))
+                    .distinct()
+                ).all()
+            )
             done = {
                 c.pair_id
                 for c in curated
-                if not (request.retry_env and "env_failed" in (c.rev1_build, c.rev2_build))
+                if not (request.retry_env and _env_failed(c)) and c.pair_id not in lacking
             }
         return [
             (p.id, p.rev1, p.rev2, p.repository_id) for p in pairs if p.id not in done and p.id is not None
         ]
+
+
+def _env_failed(curated: CuratedPair) -> bool:
+    return "env_failed" in (curated.rev1_build, curated.rev2_build)
 
 
 # --- one pair --------------------------------------------------------------------------------------
@@ -365,7 +383,22 @@ def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | No
                     f"repository {repo.name}: no git history at {repo.path} to identify it by (its "
                     "remote or root commit); restore the clone there and curate again"
                 )
-            candidates = list(session.exec(select(Candidate).where(Candidate.pair_id == pair_id)).all())
+            candidates = list(
+                session.exec(
+                    select(Candidate).where(
+                        Candidate.pair_id == pair_id, col(Candidate.change_kind).in_(request.kinds)
+                    )
+                ).all()
+            )
+            earlier = session.exec(select(CuratedPair).where(CuratedPair.pair_id == pair_id)).first()
+            if earlier is not None and not request.redo and not (request.retry_env and _env_failed(earlier)):
+                # Curated before without these kinds: only the candidates that have no record yet.
+                recorded = set(
+                    session.exec(select(CurationRecord.candidate_id).where(CurationRecord.pair_id == pair_id))
+                )
+                candidates = [c for c in candidates if c.id not in recorded]
+            if not candidates:  # another run curated them meanwhile
+                return PairOutcome(pair_id, Counter())
             changes = list(session.exec(select(MethodChange).where(MethodChange.pair_id == pair_id)).all())
             links = session.exec(
                 select(FocalLink, MethodChange)
@@ -850,11 +883,15 @@ def _write(
     installed = {name: list(b.installed) for name, b in built.items() if b is not None and b.installed}
     assert pair.id is not None and repo.identity is not None
     identity = repo.identity
-    # A pair curated again (--redo, --retry-env) replaces its rows here, in the transaction that
-    # writes the new ones: a run that fails or is killed first leaves the old ones whole.
-    session.exec(delete(CurationRecord).where(col(CurationRecord.pair_id) == pair.id))
+    # A pair curated again (--redo, --retry-env, kinds not asked for before) replaces the rows of
+    # the candidates it curated here, in the transaction that writes the new ones: a run that
+    # fails or is killed first leaves the old ones whole. Other kinds' records and tasks stay.
+    curated = [item.candidate.id for item in items]
+    session.exec(delete(CurationRecord).where(col(CurationRecord.candidate_id).in_(curated)))
     session.exec(delete(CuratedPair).where(col(CuratedPair.pair_id) == pair.id))
-    earlier = {task.id: task for task in session.exec(select(Task).where(Task.pair_id == pair.id)).all()}
+    tracks = {TRACK_OF_KIND[kind] for item in items if (kind := item.candidate.change_kind) in TRACK_OF_KIND}
+    of_pair = select(Task).where(Task.pair_id == pair.id, col(Task.track).in_(tracks))
+    earlier = {task.id: task for task in session.exec(of_pair).all()} if tracks else {}
     session.add(
         CuratedPair(
             pair_id=pair.id,

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import func
+from sqlalchemy import and_, func
 from sqlmodel import col, select
 
 from runners import cause_line
@@ -51,6 +51,9 @@ class Funnel:
     builds: Counter[str] = field(default_factory=Counter)
     """Curated pairs by their builds: ``ok``, ``build_failed``, ``env_failed``, ``not_built``."""
     records: int = 0
+    not_curated: Counter[str] = field(default_factory=Counter)
+    """Candidates with no record, by change kind: their pair is not curated yet, or their kind was
+    not asked for (``coevo curate`` takes inserted and updated tests unless ``--kinds all``)."""
     classes: Counter[str] = field(default_factory=Counter)
     drops: Counter[str] = field(default_factory=Counter)
     tasks: Counter[str] = field(default_factory=Counter)
@@ -107,6 +110,7 @@ class Funnel:
             ("candidates", sum(self.candidates.values()), parts(self.candidates)),
             ("pairs curated", self.pairs_curated, parts(self.builds)),
             ("records", self.records, ""),
+            ("not curated", sum(self.not_curated.values()), parts(self.not_curated)),
             ("classes", sum(self.classes.values()), parts(self.classes)),
             ("dropped", sum(self.drops.values()), parts(self.drops)),
             ("tasks", sum(self.tasks.values()), parts(self.tasks)),
@@ -146,6 +150,14 @@ def funnel(store: Store, repository: str | None = None) -> tuple[Funnel, dict[st
                 )
             ).all()
             f.records = len(records)
+            f.not_curated = _count(
+                session,
+                Candidate.change_kind,
+                and_(
+                    col(Candidate.repository_id) == rid,
+                    col(Candidate.id).not_in(select(CurationRecord.candidate_id)),
+                ),
+            )
             f.classes = Counter(str(label) for label, reason, _ in records if reason is None)
             f.drops = Counter(str(reason) for _, reason, _ in records if reason is not None)
             for _, reason, detail in records:

@@ -34,7 +34,7 @@ import miner
 from curation import CurateRequest, curate
 from runners.environments.revisions import WORK_ENV
 from runners.python.venvs import VENVS_ENV
-from tasks import open_store
+from tasks import TestChangeKind, open_store
 
 
 def run_folder(factory: pytest.TempPathFactory) -> Path:
@@ -147,7 +147,10 @@ def _curate(
         db = folder / "coevo.db"
         mined = miner.mine(open_store(db), miner.MineRequest(location=str(repo), language=language))
         assert mined.status == "completed", mined.message
-        request = CurateRequest(backend="local", workers=1, reruns=reruns, test_timeout=test_timeout)
+        # Every kind: the label-by-label checks include unchanged tests' negative records.
+        request = CurateRequest(
+            backend="local", workers=1, reruns=reruns, test_timeout=test_timeout, kinds=tuple(TestChangeKind)
+        )
         report = curate(open_store(db), request)
         assert report.errors == {}, report.errors
         assert report.run.status == "completed"

@@ -12,9 +12,7 @@ from rich.table import Table
 
 import curation
 from runners import cause_line
-from tasks import (
-    HealthCheck,
-)
+from tasks import CoevoError, HealthCheck, TestChangeKind
 
 from .options import (
     BACKEND,
@@ -50,7 +48,32 @@ _CURATION_OPTIONS = (
         show_default=True,
         help="Pairs whose commits span longer are dropped (pair_span_too_long).",
     ),
+    click.option(
+        "--kinds",
+        default=",".join(curation.DEFAULT_KINDS),
+        show_default=True,
+        metavar="KINDS|all",
+        help="Candidates curated, by change kind (comma-separated). Inserted and updated tests can "
+        "become tasks; 'all' also curates unchanged_with_changed_dependencies (unchanged tests of "
+        "changed code: negative records at best). A pair curated without a kind is curated for it "
+        "when it is asked for later.",
+    ),
 )
+
+
+def parse_kinds(value: str) -> tuple[TestChangeKind, ...]:
+    """``--kinds``: ``all``, or change kinds separated by commas."""
+    if value.strip() == "all":
+        return tuple(TestChangeKind)
+    names = [name.strip() for name in value.split(",") if name.strip()]
+    known = [kind.value for kind in TestChangeKind]
+    wrong = [name for name in names if name not in known]
+    if wrong or not names:
+        raise CoevoError(
+            f"--kinds {value!r}: {', '.join(wrong) or 'no kind'} is not a change kind; "
+            f"use 'all' or some of {', '.join(known)}"
+        )
+    return tuple(TestChangeKind(name) for name in dict.fromkeys(names))
 
 
 def curation_options(command: Callable[..., None]) -> Callable[..., None]:
@@ -88,6 +111,7 @@ def curate_command(
     reruns: int,
     test_timeout: float,
     max_span_hours: float,
+    kinds: str,
     workers: int | None,
     redo: bool,
     retry_env: bool,
@@ -117,6 +141,7 @@ def curate_command(
         test_timeout=test_timeout,
         max_span_hours=max_span_hours,
         base_images=base_images_of(base_images),
+        kinds=parse_kinds(kinds),
     )
     store = opened_store(db, write=True)
     with _curation_progress(as_json) as progress:

@@ -27,7 +27,7 @@ from tasks import (
 from ..cycle import repository_line, run_cycle
 from ..example import write_example
 from ..pipeline import run_pipeline
-from .curating import curate_bar, curation_json, curation_options, print_curation
+from .curating import curate_bar, curation_json, curation_options, parse_kinds, print_curation
 from .mining import mine_bar, print_runs, repository_names
 from .options import (
     BACKEND,
@@ -71,6 +71,7 @@ def run(
     reruns: int,
     test_timeout: float,
     max_span_hours: float,
+    kinds: str,
     snapshots: Path,
     site: Path,
     backend: str,
@@ -96,6 +97,7 @@ def run(
             backend=chosen_backend(backend, CURATING_RISK),
             test_timeout=test_timeout,
             max_span_hours=max_span_hours,
+            kinds=parse_kinds(kinds),
         )
         if curate
         else None

@@ -7,20 +7,26 @@ from pathlib import Path
 import pytest
 from sqlmodel import select
 
-from curation import CurateRequest, curate
+from curation import DEFAULT_KINDS, CurateRequest, curate
 from miner import MineRequest, mine
-from tasks import Candidate, CurationRecord, open_store
+from tasks import Candidate, CurationRecord, TestChangeKind, open_store
 from tests.gitrepo import GitRepo
 
 
 def mined_and_curated(
-    repo: GitRepo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, language: str, timeout: float = 30
+    repo: GitRepo,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    language: str,
+    timeout: float = 30,
+    kinds: tuple[TestChangeKind, ...] = DEFAULT_KINDS,
 ) -> Path:
     """The store of ``repo`` mined and curated on the host, one run per cell, caches in ``tmp_path``."""
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
     db = tmp_path / "coevo.db"
     assert mine(open_store(db), MineRequest(location=str(repo.path), language=language)).status == "completed"
-    report = curate(open_store(db), CurateRequest(backend="local", test_timeout=timeout, reruns=1))
+    request = CurateRequest(backend="local", test_timeout=timeout, reruns=1, kinds=kinds)
+    report = curate(open_store(db), request)
     assert report.errors == {}
     return db
 

@@ -18,7 +18,7 @@ from runners.environments.pruning import alone
 from runners.scoring.agents import Agent, find_agent
 from runners.scoring.scorer import ScoreOptions, score
 from runners.scoring.workspace import reset_test_file
-from tasks import AgentRun, Task, open_store
+from tasks import AgentRun, Task, TestChangeKind, open_store
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
 from tests.runners.maven_projects import JUPITER_DEPS, pom
@@ -113,7 +113,7 @@ def test_a_python_cut_leaves_no_block_empty(tmp_path: Path, monkeypatch: pytest.
         cut = alone(IN_BLOCKS.encode(), "python", name)
         assert cut is not None
         compile(cut, name, "exec")  # raised IndentationError before
-    db = mined_and_curated(repo, tmp_path, monkeypatch, "python")
+    db = mined_and_curated(repo, tmp_path, monkeypatch, "python", kinds=tuple(TestChangeKind))
     labels = {
         method: (str(r.drop_reason or r.label), (r.cells.get("NO") or {}).get("outcome"))
         for method, r in records(db).items()
