@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -406,8 +407,10 @@ class MavenTool:
         with ``extra_classpath`` in multi-module projects). ``extra_classpath``
         (worktree-relative or absolute) goes first, ahead of the module's own classes.
         ``timeout`` bounds each launcher run: one for all tests of a module. With ``coverage`` each
-        test also gets its covered lines, taken between tests in that one JVM; a test the run
-        did not measure (it hung or ended the JVM, or came after one that did) runs again alone.
+        test also gets its covered lines, taken between tests in that one JVM. A test that hung or
+        ended that JVM runs again alone, and the rest of the batch again in one JVM (the tests
+        before it too: the run reported nothing), until every test is measured; when the run
+        does not say which test ended it, each test it did not measure runs alone.
         """
         jdk, _ = self.toolchain(spec)
         extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
@@ -432,30 +435,38 @@ class MavenTool:
                 log = launch.log
                 results.update((test_id.requested, _outcome(test_id, launch)) for test_id in ids)
                 continue
-            # All in one JVM, each test's lines taken between tests by the listener; what that run
-            # did not measure (a test that hung or ended the JVM, and those after it) runs alone,
-            # the same way. Every coverage run is alike, whichever phase or how many tests.
+            # All in one JVM, each test's lines taken between tests by the listener. Every
+            # coverage run is alike, whichever phase or how many tests.
             scope = self._coverage_scope(sandbox, classpath)
-            launch, measured = self._measured(sandbox, jdk, test_module, classpath, ids, timeout, scope)
-            log = launch.log
-            alone: list[_TestId] = []
-            for test_id in ids:
-                result = _outcome(test_id, launch)
-                if len(ids) == 1 or (
-                    test_id.reported in launch.results
-                    and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
-                ):
-                    results[test_id.requested] = result
-                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
-                else:
-                    alone.append(test_id)
-            for test_id in alone:
-                launch, measured = self._measured(
-                    sandbox, jdk, test_module, classpath, [test_id], timeout, scope
+            batch = list(ids)
+            while batch:
+                launch, measured, unfinished = self._measured(
+                    sandbox, jdk, test_module, classpath, batch, timeout, scope
                 )
                 log = launch.log
-                results[test_id.requested] = _outcome(test_id, launch)
-                coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                lost: list[_TestId] = []
+                for test_id in batch:
+                    result = _outcome(test_id, launch)
+                    if len(batch) == 1 or (
+                        test_id.reported in launch.results
+                        and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
+                    ):
+                        results[test_id.requested] = result
+                        coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                    else:
+                        lost.append(test_id)
+                culprit = next((t for t in lost if t.reported == unfinished), None)
+                # The test that hung or ended the JVM runs alone; the others again together. When
+                # the run does not name it, each runs alone (one per JVM: nothing is lost).
+                alone = [culprit] if culprit is not None else lost
+                for test_id in alone:
+                    launch, measured, _ = self._measured(
+                        sandbox, jdk, test_module, classpath, [test_id], timeout, scope
+                    )
+                    log = launch.log
+                    results[test_id.requested] = _outcome(test_id, launch)
+                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                batch = [t for t in lost if t not in alone]
         ordered = tuple(results[test] for test in dict.fromkeys(tests))
         return TestRun(results=ordered, coverage=coverages, log=log)
 
@@ -878,10 +889,12 @@ class MavenTool:
         tests: Sequence[_TestId],
         timeout: float,
         scope: _CoverageScope,
-    ) -> tuple[_Launch, dict[str, Coverage]]:
-        """One launcher run of ``tests`` under the coverage agent, and each measured test's lines."""
+    ) -> tuple[_Launch, dict[str, Coverage], str | None]:
+        """One launcher run of ``tests`` under the coverage agent, each measured test's lines, and
+        the test that started and never finished (it hung or ended the JVM; by reported id)."""
         launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope)
-        return launch, self._per_test_lines(sandbox, jdk, launch, scope)
+        unfinished = _unfinished(sandbox, f"{launch.run_dir}/per-test")
+        return launch, self._per_test_lines(sandbox, jdk, launch, scope), unfinished
 
     def _per_test_lines(
         self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope
@@ -996,12 +1009,31 @@ def _absolute(workdir: str, path: str) -> str:
     return path if path.startswith("/") else posixpath.normpath(posixpath.join(workdir, path))
 
 
-def _read_absolute(sandbox: Sandbox, path: str) -> bytes | None:
+def _unfinished(sandbox: Sandbox, folder: str) -> str | None:
+    """The last test the coverage listener saw start in ``folder`` and never saw finish
+    (``class#method``), None when every test it saw start finished. The listener writes a line
+    to ``started.tsv`` as each test method starts and to ``index.tsv`` as it finishes."""
+    try:
+        started = _read_absolute(sandbox, f"{folder}/started.tsv", REPORT_LIMIT) or b""
+        index = _read_absolute(sandbox, f"{folder}/index.tsv", REPORT_LIMIT) or b""
+    except UnreadableReport:  # the tests' JVM wrote them: too large says nothing
+        return None
+    finished = Counter(line.partition("\t")[2] for line in index.decode("utf-8", "replace").splitlines())
+    unfinished = None
+    for key in started.decode("utf-8", "replace").splitlines():
+        if finished[key] > 0:
+            finished[key] -= 1  # a parameterized test starts and finishes once more per invocation
+        else:
+            unfinished = key
+    return unfinished
+
+
+def _read_absolute(sandbox: Sandbox, path: str, limit: int | None = None) -> bytes | None:
     """Reads a file given by its path in the sandbox, which must lie inside the worktree."""
     prefix = sandbox.workdir.rstrip("/") + "/"
     if path.startswith(prefix):
-        return sandbox.read_file(path[len(prefix) :])
-    return sandbox.read_file(path) if not path.startswith("/") else None
+        return sandbox.read_file(path[len(prefix) :], limit=limit)
+    return sandbox.read_file(path, limit=limit) if not path.startswith("/") else None
 
 
 def _binary_names(class_name: str) -> Iterable[str]:

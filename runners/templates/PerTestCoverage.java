@@ -6,7 +6,9 @@
 // each method container: parameterized and repeated tests, test factories) and resets it, writing
 // N.exec and a line "N<TAB>class#method" to index.tsv. What a class's set-up ran goes to its first
 // test; what ran after a class's last test (its tear-down) is dropped. coevo turns Jupiter's
-// parallel execution off for these runs: tests running at once would share their data.
+// parallel execution off for these runs: tests running at once would share their data. Before
+// each test method it appends "class#method" to started.tsv: a test that started and never
+// finished hung or ended the JVM, and coevo runs it alone and the rest of the batch again.
 //
 // PerTestCoverage.Lines (a main, run in a JVM of its own with JaCoCo's command-line jar) reads
 // such a folder and writes, per test, the lines each source file had covered:
@@ -54,6 +56,23 @@ public final class PerTestCoverage implements TestExecutionListener {
     }
 
     @Override
+    public void executionStarted(TestIdentifier test) {
+        if (folder == null) {
+            return;
+        }
+        Optional<TestSource> source = test.getSource();
+        if (!source.isPresent() || !(source.get() instanceof MethodSource)) {
+            return;
+        }
+        MethodSource method = (MethodSource) source.get();
+        try {
+            append("started.tsv", oneLine(method.getClassName() + "#" + method.getMethodName()));
+        } catch (IOException e) {
+            // Not named: a run that ends in this test has each of its tests run alone.
+        }
+    }
+
+    @Override
     public void executionFinished(TestIdentifier test, TestExecutionResult result) {
         if (folder == null) {
             return;
@@ -80,8 +99,16 @@ public final class PerTestCoverage implements TestExecutionListener {
         int number = taken++;
         Files.createDirectories(folder);
         Files.write(folder.resolve(number + ".exec"), data);
-        String line = number + "\t" + key.replace('\t', ' ').replace('\n', ' ') + "\n";
-        Files.write(folder.resolve("index.tsv"), line.getBytes(StandardCharsets.UTF_8),
+        append("index.tsv", number + "\t" + oneLine(key));
+    }
+
+    private static String oneLine(String key) {
+        return key.replace('\t', ' ').replace('\n', ' ');
+    }
+
+    private synchronized void append(String file, String line) throws IOException {
+        Files.createDirectories(folder);
+        Files.write(folder.resolve(file), (line + "\n").getBytes(StandardCharsets.UTF_8),
                 StandardOpenOption.CREATE, StandardOpenOption.APPEND);
     }
 

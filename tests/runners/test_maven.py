@@ -252,7 +252,7 @@ class OneJvmTest {
     }
 
     @Test
-    void c_endsTheJvm() {
+    void c_endsTheJvm() throws Exception {
         EXIT;
     }
 
@@ -260,39 +260,57 @@ class OneJvmTest {
     void d_addsAfterTheEnd() {
         assertEquals(7, Calc.add(3, 4));
     }
+
+    @Test
+    void e_hangs() throws Exception {
+        HANG;
+    }
+
+    @Test
+    void f_dividesLast() {
+        assertEquals(4, Calc.div(8, 2));
+    }
 }
 """
-"""Tests that pass only in one JVM (b sees what a did), and one that ends the JVM when told to."""
+"""Tests that pass only in one JVM (b sees what a did), one that ends the JVM and one that hangs
+when told to."""
 
 
 @pytest.mark.maven
 @needs_maven
-@pytest.mark.parametrize("ends", [False, True], ids=["clean", "a-test-ends-the-jvm"])
-def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_costs_the_others_nothing(
-    jupiter: Built, ends: bool
+@pytest.mark.parametrize("hostile", [False, True], ids=["clean", "a-test-ends-the-jvm-and-one-hangs"])
+def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_or_hanging_costs_the_others_nothing(
+    jupiter: Built, hostile: bool
 ) -> None:
-    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if ends else "Calc.div(4, 2)")
-    out = _beside(jupiter, "one-jvm-ends" if ends else "one-jvm-clean", "OneJvmTest", source)
-    tests = [
-        f"demo.OneJvmTest#{m}"
-        for m in ("a_adds", "b_seesTheFirstTestsState", "c_endsTheJvm", "d_addsAfterTheEnd")
-    ]
-    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=120, coverage=True, extra_classpath=[out])
-    calc = "src/main/java/demo/Calc.java"
-    a, b, c, d = tests
-    if not ends:
-        # One JVM: b passes only there; yet each test has only its own lines.
-        assert _outcomes(run.results) == dict.fromkeys(tests, Outcome.PASS)
-        assert run.coverage[a].lines == run.coverage[d].lines == {calc: projects.CALC_ADD_LINES}
-        assert run.coverage[b].lines == {}
-        assert run.coverage[c].lines == {calc: frozenset({10})}  # div
+    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if hostile else "Calc.div(4, 2)")
+    source = source.replace("HANG", "Thread.sleep(600_000)" if hostile else "Calc.div(6, 3)")
+    out = _beside(jupiter, "one-jvm-hostile" if hostile else "one-jvm-clean", "OneJvmTest", source)
+    names = (
+        "a_adds",
+        "b_seesTheFirstTestsState",
+        "c_endsTheJvm",
+        "d_addsAfterTheEnd",
+        "e_hangs",
+        "f_dividesLast",
+    )
+    tests = [f"demo.OneJvmTest#{m}" for m in names]
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=15, coverage=True, extra_classpath=[out])
+    calc, div = "src/main/java/demo/Calc.java", frozenset({10})
+    a, b, c, d, e, f = tests
+    outcomes = _outcomes(run.results)
+    # One JVM: b passes only there; yet each test has only its own lines, as when run alone.
+    assert (outcomes[a], outcomes[b], outcomes[d], outcomes[f]) == (Outcome.PASS,) * 4
+    assert run.coverage[a].lines == run.coverage[d].lines == {calc: projects.CALC_ADD_LINES}
+    assert run.coverage[b].lines == {}
+    assert run.coverage[f].lines == {calc: div}
+    if not hostile:
+        assert outcomes[c] == outcomes[e] == Outcome.PASS
+        assert run.coverage[c].lines == run.coverage[e].lines == {calc: div}
     else:
-        # The JVM ended in c, before any report: every test runs alone, as one per JVM does.
-        outcomes = _outcomes(run.results)
-        assert (outcomes[a], outcomes[b], outcomes[d]) == (Outcome.PASS, Outcome.FAIL, Outcome.PASS)
-        assert outcomes[c] == Outcome.ABSENT
-        assert run.coverage[a].lines == run.coverage[d].lines == {calc: projects.CALC_ADD_LINES}
-        assert run.coverage[c].lines == {}
+        # c ended the JVM and e hung it: each ran alone (c reports nothing, e times out again),
+        # and the rest of the batch ran again together, b after a as before.
+        assert (outcomes[c], outcomes[e]) == (Outcome.ABSENT, Outcome.TIMEOUT)
+        assert run.coverage[c].lines == run.coverage[e].lines == {}
 
 
 PARALLEL_TEST = """package demo;
