@@ -41,7 +41,8 @@ def test_unchanged_tests_are_curated_only_when_asked_for_and_nothing_is_curated_
     })  # fmt: skip
     # add changes under test_add, which stays as it was; test_add3 is new.
     repo.commit("add3", "2024-06-02T09:00:00+00:00", {
-        "calc/adder.py": "def add(a, b):\n    return sum((a, b))\n\n\ndef add3(a, b, c):\n    return a + b + c\n",
+        "calc/adder.py": "def add(a, b):\n    return sum((a, b))\n\n\n"
+                         "def add3(a, b, c):\n    return a + b + c\n",
         "tests/test_adder.py": ADDER_TEST.format(more=", add3") + ADD3_TEST,
     })  # fmt: skip
     db = mined_and_curated(repo, tmp_path, monkeypatch, "python")  # the default kinds

@@ -14,6 +14,7 @@ import pytest
 
 from curation.static import is_refactoring, renamed_units
 from miner.languages import get_language
+from tasks import TestChangeKind
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
 
@@ -76,7 +77,8 @@ def test_tests_that_only_follow_a_renamed_module_make_no_task(
     assert renamed_units(repo.path, repo.shas["base"], repo.shas["rename"], lang) == {
         "shapes_util": "geometry"
     }
-    found = records(mined_and_curated(repo, tmp_path, monkeypatch, "python"))
+    # Every kind: test_summary is an unchanged test of changed code.
+    found = records(mined_and_curated(repo, tmp_path, monkeypatch, "python", kinds=tuple(TestChangeKind)))
     # Its old version does not import on the new code, but it changed only by the rename (a
     # lowercase name, as a local's would be, so this held before renames were known).
     assert str(found["test_area"].drop_reason) == "test_refactoring_only"
