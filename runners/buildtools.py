@@ -76,6 +76,12 @@ class BuildTool(Protocol):
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Prepares the worktree (compile, install dependencies) so tests can run offline."""
 
+    def build_production(
+        self, sandbox: Sandbox, spec: EnvSpec, timeout: float, failed: BuildResult
+    ) -> BuildResult | None:
+        """After the build ``failed`` on the tests, the production code built alone, so another
+        revision's tests can run on it; None when that does not apply."""
+
     def run_tests(
         self,
         sandbox: Sandbox,

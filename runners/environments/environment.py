@@ -27,7 +27,6 @@ from tasks import CoevoError
 
 from ..buildtools import BuildResult, BuildTool
 from ..java.jdk import JdkPlan, NoSuitableJdk, find_jdks, retry_jdk
-from ..java.maven import MavenTool
 from ..sandbox.base import LocalSandbox, Sandbox
 from ..sandbox.docker_sandbox import (
     TEST_USER,
@@ -86,7 +85,7 @@ def build_revision(
     if again is not None:
         fresh_worktree()
         environment, built = again, _build_once(again, worktree, timeout)
-    if not built.ok and _plain_failure(built) and isinstance(environment.tool, MavenTool):
+    if not built.ok and _plain_failure(built):
         sandbox = environment.builder(worktree)
         try:
             built = environment.tool.build_production(sandbox, environment.spec, timeout, built) or built

@@ -230,6 +230,13 @@ class PytestTool:
         """``python``: the interpreter as the sandbox sees it (default: the host's)."""
         self._python = python
 
+    def build_production(
+        self, sandbox: Sandbox, spec: EnvSpec, timeout: float, failed: BuildResult
+    ) -> BuildResult | None:
+        """None: a Python build compiles nothing apart from its tests (a test module that does not
+        import costs only its own tests, ``compile_error``)."""
+        return None
+
     def build(self, sandbox: Sandbox, spec: EnvSpec, timeout: float) -> BuildResult:
         """Ensures the venv, then collects the tests to prove the project imports.
 
