@@ -37,6 +37,7 @@ from tasks import (
     RevisionPair,
     RunStatus,
     Task,
+    TestChangeKind,
     open_store,
 )
 from tests.curation.histories import PYTHON_EXPECTED, TEST_TIMEOUT, python_curation_history
@@ -69,8 +70,11 @@ def _curated(
         repo = history(root / "calc")
         db = root / "coevo.db"
         _mine(repo, db, language)
-        # Two runs a cell show the flaky test (it alternates); the third of the default adds nothing here.
-        request = CurateRequest(backend="local", test_timeout=TEST_TIMEOUT, workers=1, reruns=2)
+        # Two runs a cell show the flaky test (it alternates); the third of the default adds nothing
+        # here. Every kind: the label-by-label checks include unchanged tests' negative records.
+        request = CurateRequest(
+            backend="local", test_timeout=TEST_TIMEOUT, workers=1, reruns=2, kinds=tuple(TestChangeKind)
+        )
         report = curate(open_store(db), request)
         assert report.errors == {}
         assert report.run.status == "completed"
@@ -274,7 +278,7 @@ def test_sigkill_at_any_moment_then_a_final_run_equals_an_uninterrupted_run(
     }
     exe = Path(sys.executable).parent / "coevo"
     command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
-               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1"]  # fmt: skip
+               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1", "--kinds", "all"]  # fmt: skip
     expected = _before_crash_until(python_curated)
     for kill_after in (1, 4, 7):
         proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
@@ -335,7 +339,7 @@ def test_sigterm_leaves_the_run_interrupted_and_the_next_start_marks_a_killed_on
     }
     exe = Path(sys.executable).parent / "coevo"
     command = [str(exe), "curate", "--db", str(db), "--backend", "local", "--timeout", str(TEST_TIMEOUT),
-               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1"]  # fmt: skip
+               "--workers", "2", "--until", CRASH_UNTIL, "--reruns", "1", "--kinds", "all"]  # fmt: skip
 
     def started(after_pairs: int) -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(command, env=env, start_new_session=True, stdout=subprocess.DEVNULL,
