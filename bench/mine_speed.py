@@ -13,6 +13,11 @@ test code and production code of one language together.
   where lizard's ``changed_methods`` is non-empty for at least one test file and
   at least one production file.
 
+* **floor** is the least any miner of these pairs must do: the selection pass, then reading
+  and parsing once every blob the miner needs (the version before and after the pair of each
+  test and production file it changed) with coevo's parser, on as many processes as coevo's
+  miner uses (one per core). coevo's ratio to it says how much is left above parsing.
+
 Each approach runs in its own child process (this script re-invoked with a
 hidden ``--only`` flag that prints JSON), so wall time and peak memory
 (``ru_maxrss``) of one never mix with the other's.
@@ -36,7 +41,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-APPROACHES = ("coevo", "selection", "naive")
+APPROACHES = ("coevo", "selection", "floor", "naive")
 RUN_KEYS = (
     "status", "commits_selected", "test_commits", "pairs", "candidates", "skipped_files",
     "worker_peak_rss_mib",
@@ -202,6 +207,90 @@ def run_selection(window: Window) -> dict[str, Any]:
     }
 
 
+def needed_blobs(window: Window) -> list[str]:
+    """The blobs coevo's miner parses in the window: for each pair the selection pass plans, the
+    version before the pair and the version at its end of every test and production file its
+    commits change (a file added or deleted has one side)."""
+    from miner import FilePatterns, FileRole, get_language, iter_log, plan_pairs
+    from miner.gitlog import read_commit
+    from tasks import CommitOutcome
+
+    patterns = FilePatterns.for_language(get_language(window.language))
+    repo = Path(window.repo)
+    roles = {FileRole.TEST, FileRole.PRODUCTION}
+    blobs: set[str] = set()
+    log = iter_log(repo, ["HEAD"], optional_date(window.since), optional_date(window.until))
+    for _, plan in plan_pairs(log, patterns, lambda sha: read_commit(repo, sha)):
+        if plan is None or plan.outcome != CommitOutcome.PAIRED:
+            continue
+        before: dict[str, str | None] = {}
+        after: dict[str, str | None] = {}
+        for commit in plan.commits:
+            for change in commit.changes:
+                if not {patterns.role(path) for path in (change.path, change.old_path) if path} & roles:
+                    continue
+                before.setdefault(change.old_path or change.path, change.old_blob)
+                after[change.path] = change.new_blob
+        blobs.update(blob for blob in (*before.values(), *after.values()) if blob)
+    return sorted(blobs)
+
+
+def _parse_blobs(job: tuple[str, str, list[str]]) -> int:
+    """Reads ``blobs`` of ``repo`` with one ``git cat-file --batch`` and parses each (scan as the
+    miner does first: none); returns how many parsed."""
+    repo, language, blobs = job
+    from miner import get_language
+
+    parser = get_language(language)
+    ids = "".join(f"{blob}\n" for blob in blobs).encode()
+    output = subprocess.run(
+        ["git", "-C", repo, "cat-file", "--batch"], input=ids, capture_output=True, check=True
+    ).stdout
+    parsed = offset = 0
+    for _ in blobs:
+        line_end = output.index(b"\n", offset)
+        header = output[offset:line_end].split()
+        offset = line_end + 1
+        if len(header) < 3:
+            continue
+        size = int(header[2])
+        data, offset = output[offset : offset + size], offset + size + 1  # and the newline after it
+        try:
+            parser.parse(data, scan="none")
+            parsed += 1
+        except Exception:  # a file the parser refuses costs what it cost
+            pass
+    return parsed
+
+
+def run_floor(window: Window) -> dict[str, Any]:
+    """The parse floor: the selection pass, then every needed blob read and parsed once, the
+    blobs split evenly over one process per core."""
+    import os
+    from concurrent.futures import ProcessPoolExecutor
+
+    started = time.perf_counter()
+    blobs = needed_blobs(window)
+    workers = max(1, os.cpu_count() or 1)
+    chunks = [blobs[i::workers] for i in range(workers)]
+    with ProcessPoolExecutor(workers) as pool:
+        parsed = sum(pool.map(_parse_blobs, [(window.repo, window.language, chunk) for chunk in chunks]))
+    seconds = time.perf_counter() - started
+    commits = int(subprocess.run(
+        ["git", "-C", window.repo, "rev-list", "--count", "--no-merges", "HEAD",
+         *([f"--since={window.since}"] if window.since else []),
+         *([f"--until={window.until}"] if window.until else [])],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip() or 0)  # fmt: skip
+    return {
+        "seconds": seconds,
+        "commits": commits,
+        "peak_rss_mib": peak_rss_mib(),
+        "blobs": len(blobs),
+        "parsed": parsed,
+    }
+
+
 def naive_roles(commit: Any, patterns: Any) -> tuple[list[Any], list[Any]]:
     """The commit's modified test files and production files (old or new path decides)."""
     from miner import FileRole
@@ -253,7 +342,7 @@ def run_naive(window: Window) -> dict[str, Any]:
 
 def run_only(approach: str, window: Window) -> None:
     """The child's side: runs one approach and prints its result as JSON on stdout."""
-    runners = {"coevo": run_coevo, "selection": run_selection, "naive": run_naive}
+    runners = {"coevo": run_coevo, "selection": run_selection, "floor": run_floor, "naive": run_naive}
     result = runners[approach](window)
     json.dump(result, sys.stdout)
 
@@ -302,6 +391,7 @@ def summary(
     window: Window,
     coevo: dict[str, Any],
     selection: dict[str, Any],
+    floor: dict[str, Any],
     naive: dict[str, Any],
     comparison: Comparison,
 ) -> dict[str, Any]:
@@ -315,9 +405,11 @@ def summary(
         "window": asdict(window),
         "coevo": timing(coevo) | {key: coevo[key] for key in RUN_KEYS},
         "selection": timing(selection),
+        "floor": timing(floor) | {"blobs": floor["blobs"], "parsed": floor["parsed"]},
         "naive": timing(naive),
         "speedup": naive["seconds"] / coevo["seconds"] if coevo["seconds"] > 0 else None,
         "selection_speedup": naive["seconds"] / selection["seconds"] if selection["seconds"] > 0 else None,
+        "over_floor": coevo["seconds"] / floor["seconds"] if floor["seconds"] > 0 else None,
         "comparison": asdict(comparison),
     }
 
@@ -351,7 +443,9 @@ def print_report(data: dict[str, Any]) -> None:
             print(f"    {sha}")
     print()
     print("timing")
-    for name, result in (("coevo", coevo), ("selection", data["selection"]), ("naive", naive)):
+    approaches = (("coevo", coevo), ("selection", data["selection"]), ("floor", data["floor"]))
+    approaches += (("naive", naive),)
+    for name, result in approaches:
         print(
             f"  {name:9s}: {result['seconds']:8.1f} s  {result['commits']:6d} commits  "
             f"{result['commits_per_second']:8.1f} commits/s  "
@@ -361,6 +455,10 @@ def print_report(data: dict[str, Any]) -> None:
     for label, key in (("whole miner", "speedup"), ("selection pass", "selection_speedup")):
         value = data[key]
         print(f"  speedup, {label}: {value:.1f}x" if value is not None else f"  speedup, {label}: n/a")
+    floor = data["floor"]
+    ratio = data["over_floor"]
+    print(f"  the floor parsed {floor['parsed']} of {floor['blobs']} blobs the miner needs")
+    print(f"  coevo / floor: {ratio:.2f}x" if ratio is not None else "  coevo / floor: n/a")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -371,9 +469,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     coevo = spawn("coevo", window)
     selection = spawn("selection", window)
+    floor = spawn("floor", window)
     naive = spawn("naive", window)
     comparison = compare(coevo, naive)
-    data = summary(window, coevo, selection, naive, comparison)
+    data = summary(window, coevo, selection, floor, naive, comparison)
     if args.json:
         print(json.dumps(data, indent=2))
     else:
