@@ -890,7 +890,7 @@ def _write(
     session.exec(delete(CurationRecord).where(col(CurationRecord.candidate_id).in_(curated)))
     session.exec(delete(CuratedPair).where(col(CuratedPair.pair_id) == pair.id))
     tracks = {TRACK_OF_KIND[kind] for item in items if (kind := item.candidate.change_kind) in TRACK_OF_KIND}
-    of_pair = select(Task).where(Task.pair_id == pair.id, col(Task.track).in_(tracks))
+    of_pair = select(Task).where(Task.pair_id == pair.id, col(Task.track).in_(sorted(tracks)))
     earlier = {task.id: task for task in session.exec(of_pair).all()} if tracks else {}
     session.add(
         CuratedPair(
