@@ -292,18 +292,16 @@ def _pending_pairs(store: Store, request: CurateRequest) -> list[tuple[int, str,
                     .distinct()
                 ).all()
             )
-            done = {
-                c.pair_id
-                for c in curated
-                if not (request.retry_env and _env_failed(c)) and c.pair_id not in lacking
-            }
+            done = {c.pair_id for c in curated if not _whole_again(c, request) and c.pair_id not in lacking}
         return [
             (p.id, p.rev1, p.rev2, p.repository_id) for p in pairs if p.id not in done and p.id is not None
         ]
 
 
-def _env_failed(curated: CuratedPair) -> bool:
-    return "env_failed" in (curated.rev1_build, curated.rev2_build)
+def _whole_again(curated: CuratedPair, request: CurateRequest) -> bool:
+    """Whether every candidate of the curated pair (of the kinds asked for) is curated again, not
+    only those with no record: ``redo``, or ``retry_env`` and a build had no environment."""
+    return request.redo or (request.retry_env and "env_failed" in (curated.rev1_build, curated.rev2_build))
 
 
 # --- one pair --------------------------------------------------------------------------------------
@@ -391,7 +389,7 @@ def curate_pair(url: str, pair_id: int, request: CurateRequest, run_id: int | No
                 ).all()
             )
             earlier = session.exec(select(CuratedPair).where(CuratedPair.pair_id == pair_id)).first()
-            if earlier is not None and not request.redo and not (request.retry_env and _env_failed(earlier)):
+            if earlier is not None and not _whole_again(earlier, request):
                 # Curated before without these kinds: only the candidates that have no record yet.
                 recorded = set(
                     session.exec(select(CurationRecord.candidate_id).where(CurationRecord.pair_id == pair_id))
