@@ -44,7 +44,6 @@ from .venvs import (
 )
 
 _PLUGIN = "_coevo_pytest"
-_COVERAGE_READ_TIMEOUT = 300.0
 _TEST_FILE = re.compile(r"(?:^|/)(?:test_[^/]*|[^/]*_test|conftest)\.py$")
 
 # Runs inside the project's venv, on any Python 3 and pytest >= 4: no annotations, no walrus.
@@ -76,6 +75,24 @@ def _coverage():
             current = coverage.Coverage.current()
         _state["coverage"] = current
     return _state["coverage"]
+
+
+def pytest_unconfigure(config):
+    """Each test's lines (its dynamic context's), as JSON in the file COEVO_PYTEST_COVERAGE names:
+    read here, where coverage.py is loaded already, not by a process of its own."""
+    cov = _coverage()
+    if cov is None:
+        return
+    cov.stop()
+    data = cov.get_data()
+    lines = {}
+    for path in data.measured_files():
+        for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+            for context in contexts:
+                if context:
+                    lines.setdefault(context, {}).setdefault(path, []).append(line)
+    with open(os.environ["COEVO_PYTEST_COVERAGE"], "w", encoding="utf-8") as out:
+        json.dump(lines, out)
 
 
 def _message(report):
@@ -202,24 +219,6 @@ def pytest_runtest_protocol(item, nextitem):
         cov.switch_context("")
 '''
 
-_COVERAGE_READER = """\
-import json
-import sys
-
-import coverage
-
-data = coverage.CoverageData(basename=sys.argv[1])
-data.read()
-lines = {}
-for path in data.measured_files():
-    for line, contexts in (data.contexts_by_lineno(path) or {}).items():
-        for context in contexts:
-            if context:
-                lines.setdefault(context, {}).setdefault(path, []).append(line)
-with open(sys.argv[2], "w", encoding="utf-8") as out:
-    json.dump(lines, out)
-"""
-
 
 class PytestTool:
     """pip-installed dependencies in a shared venv; pytest over the worktree's own code."""
@@ -318,7 +317,7 @@ class PytestTool:
                 write_beneath(scratch, "coveragerc", rc.encode())
                 rcfile = f"--rcfile={scratch / 'coveragerc'}"
                 runner = [python, "-m", "coverage", "run", rcfile, "-m", "pytest"]
-                env["COEVO_PYTEST_COVERAGE"] = "1"
+                env["COEVO_PYTEST_COVERAGE"] = str(scratch / "coverage.json")
             argv = [
                 *runner,
                 "-p",
@@ -339,7 +338,7 @@ class PytestTool:
             results = _results(requested, records, log, worktree)
             lines: dict[str, Coverage] = {}
             if coverage and measure:
-                lines = _read_coverage(sandbox, python, scratch, worktree, deadline)
+                lines = _read_coverage(scratch, worktree)
                 ran = {r.test for r in results if r.outcome not in _NOT_RUN}
                 lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
         return TestRun(results=results, coverage=lines, log=log), records
@@ -707,22 +706,13 @@ def _combine(records: list[dict], worktree: Path) -> dict[str, TestResult]:
     }
 
 
-def _read_coverage(
-    sandbox: Sandbox, python: str, scratch: Path, worktree: Path, deadline: float
-) -> dict[str, Coverage]:
-    """Lines per node id from coverage.py's data, read by the venv's own coverage, test files left out."""
-    data = scratch / "coverage.data"
-    if not data.is_file():
-        return {}
-    write_beneath(scratch, "read_coverage.py", _COVERAGE_READER.encode())
-    out = scratch / "coverage.json"
-    argv = [python, str(scratch / "read_coverage.py"), str(data), str(out)]
-    result = sandbox.exec(argv, timeout=min(_left(deadline) + 60, _COVERAGE_READ_TIMEOUT))
+def _read_coverage(scratch: Path, worktree: Path) -> dict[str, Coverage]:
+    """Lines per node id, as the plugin wrote them from coverage.py's data, test files left out."""
     try:
-        written = read_beneath(scratch, out.name, REPORT_LIMIT)
+        written = read_beneath(scratch, "coverage.json", REPORT_LIMIT)
     except UnreadableReport:
         return {}
-    if not result.ok or written is None:
+    if written is None:
         return {}
     try:
         raw: Mapping[str, Mapping[str, list[int]]] = json.loads(written)
@@ -743,7 +733,7 @@ def _read_coverage(
 
 
 def _coverage_shaped(raw: object) -> bool:
-    """Whether ``raw`` is what the coverage reader writes: test → path → list of line numbers."""
+    """Whether ``raw`` is what the plugin writes: test → path → list of line numbers."""
     return isinstance(raw, dict) and all(
         isinstance(files, dict)
         and all(

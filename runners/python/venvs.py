@@ -120,7 +120,7 @@ _COMPANIONS = {"pytest": (("py", "1.11.0"),)}
 pytest 7.2 and later bring their own ``py`` shim, which a 2016 ``py`` 1.4 shadows and breaks
 (``ValueError: can only pass None, Path instances or non-empty strings to LocalPath``)."""
 _TOOL_MINIMUM = {"pytest": "4.6", "coverage": "5.0"}
-"""The oldest project-installed versions coevo's pytest plugin and coverage reader work with."""
+"""The oldest project-installed versions coevo's pytest plugin (which reads coverage.py's data) works with."""
 _RESOLUTION_SETTINGS = (
     "PIP_INDEX_URL",
     "PIP_EXTRA_INDEX_URL",

@@ -37,7 +37,7 @@ OWNER_LABEL = "coevo.owner"
 WORKDIR = "/work"
 TEST_USER = "65534:65534"
 """Who runs the tests judged in a judge tree: ``nobody``, not the root that runs coevo's own
-steps in the container (PIT's main process, the coverage readers), so what the tests start can
+steps in the container (PIT's main process, JaCoCo's reader), so what the tests start can
 neither write what coevo reads back nor outlive their run (every process of it is killed first)."""
 _KILL_TEST_USER = ["sh", "-c", "kill -9 -1 2>/dev/null; true"]
 
