@@ -65,6 +65,8 @@ class CommitOutcome(StrEnum):
 
 
 class TestChangeKind(StrEnum):
+    __test__ = False  # a test module that imports it: pytest must not take it for a test class
+
     INSERTED = "inserted"
     UPDATED = "updated"
     UNCHANGED_WITH_CHANGED_DEPENDENCIES = "unchanged_with_changed_dependencies"
