@@ -140,14 +140,27 @@ def prepare_revision(
     from its curation) names the JDK and levels to build with instead of choosing them again: a
     build made otherwise is made again with those. ``pins`` (Python) is a task's recorded
     environment: the revision is built from it (a build that already holds exactly it is kept).
+
+    A revision not built before whose build files (and repository, backend, build arguments) are
+    those of one whose build needed a retry that its build files alone decided (a required Java
+    version) starts with the JDK that retry ended with (a hint kept under ``root/jdk-hints``):
+    its first build would fail the same way. Its record names the revision the retry was learnt
+    from.
     """
     jdk = recorded_plan(build_record)
+    hint: Path | None = None
     try:
         spec = detect_env(GitTree(repo_path, sha), language, commit_date(repo_path, sha))
         spec = focus_modules(spec, test_files)
         if pins:  # only Python's tasks record them
             spec = dataclasses.replace(spec, pins=tuple(pins))
         files = build_files(GitTree(repo_path, sha), spec)
+        built_before = (
+            revision_dir(root, repo_path, sha, backend, spec.build_modules) / "build.json"
+        ).is_file()
+        if jdk is None and files and not built_before:
+            hint = _hint_file(root, repo_path, backend, files, build_args)
+            jdk = _hinted_plan(hint)
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
         spec = environment.spec  # with what the backend chose (a Python among its own)
     except InfrastructureError:
@@ -198,6 +211,8 @@ def prepare_revision(
             temporary = outcome.with_suffix(".tmp")
             temporary.write_text(json.dumps(record))
             temporary.replace(outcome)
+            if hint is not None and jdk is None:
+                _keep_hint(hint, environment.jdk, sha)
         recorded = json.loads(outcome.read_text())
     try:
         environment = _recorded_environment(environment, recorded.get("jdk"))
@@ -255,6 +270,46 @@ def _build_output(built: BuildResult) -> str:
     """What a failed build said: its message and its output."""
     log = built.log
     return "\n".join(filter(None, [built.message, log.stdout if log else "", log.stderr if log else ""]))
+
+
+def _hint_file(
+    root: Path, repo_path: Path, backend: str, files: Mapping[str, bytes], build_args: Sequence[str]
+) -> Path:
+    """Where a JDK hint for these build files of this repository on ``backend`` is kept."""
+    digest = hashlib.sha256()
+    for part in (str(repo_path.resolve()), backend, *build_args):
+        digest.update(part.encode() + b"\0")
+    for name, content in sorted(files.items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+    return root / "jdk-hints" / f"{digest.hexdigest()[:24]}.json"
+
+
+def _hinted_plan(hint: Path) -> JdkPlan | None:
+    """The JDK plan a revision with the same build files ended with after a retry that its build
+    files alone decided (:attr:`~runners.java.jdk.JdkPlan.retry_by_build_files`): this revision
+    starts with it, and its record says where the retry was learnt. None without a hint."""
+    try:
+        kept = json.loads(hint.read_text())
+        plan = JdkPlan.from_json(kept["plan"])
+        found_at = str(kept["found_at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if plan.retry_of is None or not plan.retry_by_build_files:
+        return None
+    learnt = f"learnt from the build of {found_at[:12]}, whose build files are the same"
+    why = f"{plan.retry_why} ({learnt}: not built with JDK {plan.retry_of} again)"
+    return dataclasses.replace(plan, retry_why=why)
+
+
+def _keep_hint(hint: Path, plan: JdkPlan | None, sha: str) -> None:
+    """Keeps ``plan`` for the next revision with the same build files when a retry its build files
+    decided led to it."""
+    if plan is None or plan.retry_of is None or not plan.retry_by_build_files:
+        return
+    hint.parent.mkdir(parents=True, exist_ok=True)
+    temporary = hint.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps({"plan": plan.as_json(), "found_at": sha}))
+    temporary.replace(hint)
 
 
 def _built_with(outcome: Path, jdk: JdkPlan | None) -> bool:

@@ -147,6 +147,10 @@ class JdkPlan:
     retry_of: int | None = None
     """The JDK whose build failed before this one, when this plan is the retry."""
     retry_why: str = ""
+    retry_by_build_files: bool = False
+    """The retry's failure is decided by the build files alone, before any source compiles (a
+    plugin's or the enforcer's required Java version): the same build files fail so whatever the
+    sources, and a revision that has them can start with this plan (:mod:`runners.environments.revisions`)."""
 
     def maven_args(self) -> list[str]:
         """``-Dname=value`` for each raised level."""
@@ -175,6 +179,7 @@ class JdkPlan:
             raised_why=str(data.get("raised_why", "")),
             retry_of=None if data.get("retry_of") is None else int(data["retry_of"]),
             retry_why=str(data.get("retry_why", "")),
+            retry_by_build_files=bool(data.get("retry_by_build_files", False)),
         )
 
 
@@ -269,6 +274,7 @@ def retry_jdk(
         why=why + (f", that compiles Java {release}" if declared else ""),
         retry_of=plan.feature,
         retry_why=f"the build with JDK {plan.feature} failed: {failure.why}",
+        retry_by_build_files=failure.by_build_files,
     )
 
 
@@ -337,6 +343,8 @@ class JdkFailure:
     """JDKs before this one cannot compile or run what the build needs."""
     newest: int | None = None
     """JDKs after this one lack what the build needs."""
+    by_build_files: bool = False
+    """Decided by the build files alone, before any source compiles (a required Java version)."""
 
 
 _REMOVED_APIS: tuple[tuple[str, int, str], ...] = (
@@ -432,7 +440,8 @@ def jdk_failure(output: str, jdk: int) -> JdkFailure | None:
     if match := _JAVA_REQUIRED.search(text):
         version = int(next(group for group in match.groups() if group))
         if version > jdk:
-            return JdkFailure(f"the build requires JDK {version}: {match.group(0)[:160]}", oldest=version)
+            why = f"the build requires JDK {version}: {match.group(0)[:160]}"
+            return JdkFailure(why, oldest=version, by_build_files=True)
     for name in [*_MISSING_PACKAGE.findall(text), *(f"{p}.{c}" for c, p in _MISSING_CLASS.findall(text))]:
         for api, last, what in _REMOVED_APIS:
             if (name == api or name.startswith(api + ".")) and jdk > last:

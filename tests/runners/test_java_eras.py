@@ -4,9 +4,12 @@ records what it chose and resolved, which a later build of the same task reuses.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
+import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -14,7 +17,8 @@ import pytest
 from runners import BuildChoice
 from runners.environments.revisions import BuiltRevision, prepare_revision
 from runners.java.jdk import find_jdks, oldest_level
-from runners.java.tools import MAVEN_VERSION
+from runners.java.maven import maven_repository
+from runners.java.tools import MAVEN_VERSION, maven_home
 from tests.gitrepo import GitRepo
 from tests.runners import maven_projects
 
@@ -248,3 +252,133 @@ def test_javac_refusing_its_command_line_is_told_from_a_compile_error() -> None:
         "error: file not found\n^\n1 error\n"
     )
     assert not said(quoted)
+
+
+_NEEDS_JAVA_MOJO = """package coevo.test;
+
+public final class NeedsJava implements org.apache.maven.plugin.Mojo {
+    private org.apache.maven.plugin.logging.Log log;
+
+    public void execute() {}
+
+    public void setLog(org.apache.maven.plugin.logging.Log log) {
+        this.log = log;
+    }
+
+    public org.apache.maven.plugin.logging.Log getLog() {
+        return log;
+    }
+}
+"""
+
+
+def _needs_java_plugin(version: int) -> str:
+    """A Maven plugin (installed in the Maven repository coevo's builds read) whose descriptor
+    requires JDK ``version``: Maven refuses it on an older JDK before it runs, whatever the sources.
+    Returns its ``<plugin>`` element for a pom."""
+    jdk = max(find_jdks(), key=lambda found: found.feature)
+    api = maven_home() / "lib" / f"maven-plugin-api-{MAVEN_VERSION}.jar"
+    folder = Path(maven_repository()) / "coevo" / "test" / "needs-java-plugin" / f"{version}.1"
+    jar = folder / f"needs-java-plugin-{version}.1.jar"
+    if not jar.is_file():
+        with tempfile.TemporaryDirectory() as scratch:
+            source = Path(scratch) / "coevo" / "test" / "NeedsJava.java"
+            source.parent.mkdir(parents=True)
+            source.write_text(_NEEDS_JAVA_MOJO)
+            classes = Path(scratch) / "classes"
+            javac = [str(jdk.javac), "--release", "8", "-nowarn", "-cp", str(api), "-d", str(classes)]
+            subprocess.run([*javac, str(source)], check=True, capture_output=True)
+            descriptor = f"""<plugin>
+  <name>needs-java</name><groupId>coevo.test</groupId><artifactId>needs-java-plugin</artifactId>
+  <version>{version}.1</version><goalPrefix>needs-java</goalPrefix>
+  <requiredJavaVersion>{version}</requiredJavaVersion>
+  <mojos><mojo><goal>check</goal><phase>validate</phase><implementation>coevo.test.NeedsJava</implementation>
+  <language>java</language><requiresDirectInvocation>false</requiresDirectInvocation>
+  <requiresProject>true</requiresProject><requiresReports>false</requiresReports><aggregator>false</aggregator>
+  <requiresOnline>false</requiresOnline><inheritedByDefault>true</inheritedByDefault>
+  <instantiationStrategy>per-lookup</instantiationStrategy><executionStrategy>once-per-session</executionStrategy>
+  <threadSafe>true</threadSafe><parameters/><configuration/><requirements/></mojo></mojos>
+  <dependencies/>
+</plugin>
+"""
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"needs-java-plugin-{version}.1.pom").write_text(
+                '<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>'
+                "<groupId>coevo.test</groupId><artifactId>needs-java-plugin</artifactId>"
+                f"<version>{version}.1</version><packaging>maven-plugin</packaging></project>\n"
+            )
+            partial = jar.with_suffix(f".{os.getpid()}.tmp")
+            with zipfile.ZipFile(partial, "w") as archive:
+                archive.writestr("META-INF/maven/plugin.xml", descriptor)
+                archive.write(classes / "coevo" / "test" / "NeedsJava.class", "coevo/test/NeedsJava.class")
+            partial.replace(jar)
+    return f"""
+      <plugin>
+        <groupId>coevo.test</groupId>
+        <artifactId>needs-java-plugin</artifactId>
+        <version>{version}.1</version>
+        <executions><execution><goals><goal>check</goal></goals></execution></executions>
+      </plugin>"""
+
+
+def _outputs(built: BuiltRevision) -> list[str]:
+    """The class files a build made, by path in its worktree."""
+    assert built.worktree is not None
+    return sorted(str(p.relative_to(built.worktree)) for p in built.worktree.rglob("target/**/*.class"))
+
+
+@pytest.mark.maven
+def test_a_retry_the_poms_decided_is_learnt_by_the_next_revision_with_the_same_poms(tmp_path: Path) -> None:
+    """The poms of Java ``oldest`` use a plugin that requires the newest JDK: the first revision fails on
+    the JDK of its era and is built again on the newest. The next revision, its sources changed and
+    its poms the same, starts on the newest (its record says from where) and builds what it builds
+    the full way; a revision whose poms changed takes the full way again."""
+    jdks = sorted({jdk.feature for jdk in find_jdks()})
+    assert len(jdks) >= 2, f"this test needs two JDKs on the host; found {jdks}"
+    oldest, newest = jdks[0], jdks[-1]
+    root = maven_projects.write(
+        tmp_path / "enforced",
+        {
+            "pom.xml": maven_projects.pom(
+                "calc",
+                maven_projects.JUPITER_DEPS,
+                release=str(oldest),
+                extra_plugins=_needs_java_plugin(newest),
+            ),
+            "src/main/java/demo/Calc.java": maven_projects.CALC,
+            "src/test/java/demo/CalcTest.java": maven_projects.JUPITER_TEST,
+        },
+    )
+    repo = GitRepo(root)
+    shas = {}
+    for name, change in (
+        ("first", None),
+        ("same poms", ("src/main/java/demo/Calc.java", "int sum = a + b;", "int sum = b + a;")),
+        ("poms changed", ("pom.xml", "<version>1.0</version>", "<version>1.1</version>")),
+    ):
+        if change is not None:
+            path, old, new = change
+            (root / path).write_text((root / path).read_text().replace(old, new, 1))
+        repo.git("add", "-A")
+        repo.git("commit", "-q", "-m", name, date=DATE)
+        shas[name] = repo.git("rev-parse", "HEAD")
+
+    def retry(built: BuiltRevision) -> BuildChoice:
+        assert built.status == "ok", built.message
+        return next(choice for choice in built.choices if choice.name == "retry")
+
+    work = tmp_path / "work"
+    first = _build(work, (root, shas["first"]), "local")
+    assert retry(first).value == f"JDK {oldest} -> JDK {newest}"
+    assert f"the build requires JDK {newest}" in retry(first).why and "learnt" not in retry(first).why
+    learnt = _build(work, (root, shas["same poms"]), "local")
+    assert retry(learnt).value == f"JDK {oldest} -> JDK {newest}"
+    assert f"learnt from the build of {shas['first'][:12]}" in retry(learnt).why, retry(learnt).why
+    # Built alone, the full way (a failure on the era's JDK, then the retry), it is the same build.
+    alone = _build(tmp_path / "alone", (root, shas["same poms"]), "local")
+    assert "learnt" not in retry(alone).why and retry(alone).value == retry(learnt).value
+    assert _chosen(alone)["jdk"] == _chosen(learnt)["jdk"] == str(newest)
+    assert _outputs(alone) == _outputs(learnt) != []
+    # Other poms: nothing learnt applies.
+    changed = _build(work, (root, shas["poms changed"]), "local")
+    assert "learnt" not in retry(changed).why and retry(changed).value == f"JDK {oldest} -> JDK {newest}"

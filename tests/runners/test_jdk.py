@@ -99,6 +99,9 @@ def test_failures_another_jdk_explains(output: str, jdk: int, oldest: int | None
         assert failure is None
     else:
         assert failure is not None and (failure.oldest, failure.newest) == (oldest, newest)
+        # Only a required Java version is decided by the build files before any source compiles.
+        required = "Required Java version" in output or "RequireJavaVersion" in output
+        assert failure.by_build_files == required
 
 
 def test_a_recorded_plan_is_read_back_from_its_build_record() -> None:
