@@ -33,6 +33,7 @@ from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, d
 
 from ..buildtools import BuildChoice, BuildResult
 from ..java.jdk import JdkPlan, recorded_plan
+from ..java.toolchain import jdk_era
 from ..python.venvs import seeds_root, venvs_root
 from ..toolchains import build_files, prepare_environment
 from .environment import REVISION_M2, Environment, build_revision
@@ -158,8 +159,9 @@ def prepare_revision(
         built_before = (
             revision_dir(root, repo_path, sha, backend, spec.build_modules) / "build.json"
         ).is_file()
-        if jdk is None and files and not built_before:
-            hint = _hint_file(root, repo_path, backend, files, build_args)
+        era = jdk_era(spec, backend) if spec.language == "java" and jdk is None and not built_before else None
+        if files and era is not None:
+            hint = _hint_file(root, repo_path, backend, files, build_args, era)
             jdk = _hinted_plan(hint)
         environment, _ = prepare_environment(spec, backend, files, build_args, base_images, jdk)
         spec = environment.spec  # with what the backend chose (a Python among its own)
@@ -273,11 +275,17 @@ def _build_output(built: BuildResult) -> str:
 
 
 def _hint_file(
-    root: Path, repo_path: Path, backend: str, files: Mapping[str, bytes], build_args: Sequence[str]
+    root: Path,
+    repo_path: Path,
+    backend: str,
+    files: Mapping[str, bytes],
+    build_args: Sequence[str],
+    era: str,
 ) -> Path:
-    """Where a JDK hint for these build files of this repository on ``backend`` is kept."""
+    """Where a JDK hint for these build files of this repository on ``backend`` is kept, while the
+    era's JDK plan and the JDKs at hand (``era``, :func:`~runners.java.toolchain.jdk_era`) hold."""
     digest = hashlib.sha256()
-    for part in (str(repo_path.resolve()), backend, *build_args):
+    for part in (str(repo_path.resolve()), backend, era, *build_args):
         digest.update(part.encode() + b"\0")
     for name, content in sorted(files.items()):
         digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())

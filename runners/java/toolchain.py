@@ -5,6 +5,7 @@ focal methods (:func:`mutation_score`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -47,6 +48,18 @@ def jdk_plan(spec: EnvSpec, backend: str) -> JdkPlan:
     if backend == "docker":
         return plan_jdk(spec, IMAGE_JDKS, IMAGE_JDKS_SOURCE)
     return plan_jdk(spec, [jdk.feature for jdk in find_jdks()])
+
+
+def jdk_era(spec: EnvSpec, backend: str) -> str | None:
+    """The JDK plan of the revision's era on ``backend`` and the JDKs at hand there, as one text:
+    what a retry learnt from a revision with the same build files holds for only while these are
+    the same (:mod:`runners.environments.revisions`). None when no JDK fits."""
+    try:
+        plan = jdk_plan(spec, backend)
+    except NoSuitableJdk:
+        return None
+    available = IMAGE_JDKS if backend == "docker" else sorted({jdk.feature for jdk in find_jdks()})
+    return json.dumps([plan.as_json(), list(available)], sort_keys=True)
 
 
 def image_plan(
