@@ -83,16 +83,19 @@ def pytest_unconfigure(config):
     cov = _coverage()
     if cov is None:
         return
-    cov.stop()
-    data = cov.get_data()
-    lines = {}
-    for path in data.measured_files():
-        for line, contexts in (data.contexts_by_lineno(path) or {}).items():
-            for context in contexts:
-                if context:
-                    lines.setdefault(context, {}).setdefault(path, []).append(line)
-    with open(os.environ["COEVO_PYTEST_COVERAGE"], "w", encoding="utf-8") as out:
-        json.dump(lines, out)
+    try:
+        cov.stop()
+        data = cov.get_data()
+        lines = {}
+        for path in data.measured_files():
+            for line, contexts in (data.contexts_by_lineno(path) or {}).items():
+                for context in contexts:
+                    if context:
+                        lines.setdefault(context, {}).setdefault(path, []).append(line)
+        with open(os.environ["COEVO_PYTEST_COVERAGE"], "w", encoding="utf-8") as out:
+            json.dump(lines, out)
+    except Exception:  # data the tests spoiled: no lines (coevo reads none), the results stand
+        pass
 
 
 def _message(report):
