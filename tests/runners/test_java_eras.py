@@ -328,11 +328,14 @@ def _outputs(built: BuiltRevision) -> list[str]:
 
 
 @pytest.mark.maven
-def test_a_retry_the_poms_decided_is_learnt_by_the_next_revision_with_the_same_poms(tmp_path: Path) -> None:
+def test_a_retry_the_poms_decided_is_learnt_by_the_next_revision_with_the_same_poms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The poms of Java ``oldest`` use a plugin that requires the newest JDK: the first revision fails on
     the JDK of its era and is built again on the newest. The next revision, its sources changed and
     its poms the same, starts on the newest (its record says from where) and builds what it builds
-    the full way; a revision whose poms changed takes the full way again."""
+    the full way; a revision whose poms changed takes the full way again, and so does one with the
+    first poms once the JDKs at hand are others."""
     jdks = sorted({jdk.feature for jdk in find_jdks()})
     assert len(jdks) >= 2, f"this test needs two JDKs on the host; found {jdks}"
     oldest, newest = jdks[0], jdks[-1]
@@ -355,6 +358,7 @@ def test_a_retry_the_poms_decided_is_learnt_by_the_next_revision_with_the_same_p
         ("first", None),
         ("same poms", ("src/main/java/demo/Calc.java", "int sum = a + b;", "int sum = b + a;")),
         ("poms changed", ("pom.xml", "<version>1.0</version>", "<version>1.1</version>")),
+        ("poms back", ("pom.xml", "<version>1.1</version>", "<version>1.0</version>")),
     ):
         if change is not None:
             path, old, new = change
@@ -382,3 +386,14 @@ def test_a_retry_the_poms_decided_is_learnt_by_the_next_revision_with_the_same_p
     # Other poms: nothing learnt applies.
     changed = _build(work, (root, shas["poms changed"]), "local")
     assert "learnt" not in retry(changed).why and retry(changed).value == f"JDK {oldest} -> JDK {newest}"
+    # The first poms again, but one more JDK at hand (a home listed in $COEVO_JDKS): what was learnt
+    # with the others does not apply.
+    another = tmp_path / "another-jdk"
+    (another / "bin").mkdir(parents=True)
+    (another / "release").write_text(f'JAVA_VERSION="{newest - 1}.0.1"\n')
+    for tool in ("java", "javac"):
+        (another / "bin" / tool).symlink_to(max(find_jdks(), key=lambda jdk: jdk.feature).home / "bin" / tool)
+    monkeypatch.setenv("COEVO_JDKS", str(another))
+    assert newest - 1 in {jdk.feature for jdk in find_jdks()}
+    back = _build(work, (root, shas["poms back"]), "local")
+    assert "learnt" not in retry(back).why and retry(back).value == f"JDK {oldest} -> JDK {newest}"
