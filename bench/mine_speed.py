@@ -207,10 +207,10 @@ def run_selection(window: Window) -> dict[str, Any]:
     }
 
 
-def needed_blobs(window: Window) -> list[str]:
-    """The blobs coevo's miner parses in the window: for each pair the selection pass plans, the
-    version before the pair and the version at its end of every test and production file its
-    commits change (a file added or deleted has one side)."""
+def needed_blobs(window: Window) -> tuple[int, list[str]]:
+    """The commits of the selection pass and the blobs coevo's miner parses in the window: for each
+    pair it plans, the version before the pair and the version at its end of every test and
+    production file its commits change (a file added or deleted has one side)."""
     from miner import FilePatterns, FileRole, get_language, iter_log, plan_pairs
     from miner.gitlog import read_commit
     from tasks import CommitOutcome
@@ -218,9 +218,11 @@ def needed_blobs(window: Window) -> list[str]:
     patterns = FilePatterns.for_language(get_language(window.language))
     repo = Path(window.repo)
     roles = {FileRole.TEST, FileRole.PRODUCTION}
+    commits = 0
     blobs: set[str] = set()
     log = iter_log(repo, ["HEAD"], optional_date(window.since), optional_date(window.until))
     for _, plan in plan_pairs(log, patterns, lambda sha: read_commit(repo, sha)):
+        commits += 1
         if plan is None or plan.outcome != CommitOutcome.PAIRED:
             continue
         before: dict[str, str | None] = {}
@@ -232,34 +234,28 @@ def needed_blobs(window: Window) -> list[str]:
                 before.setdefault(change.old_path or change.path, change.old_blob)
                 after[change.path] = change.new_blob
         blobs.update(blob for blob in (*before.values(), *after.values()) if blob)
-    return sorted(blobs)
+    return commits, sorted(blobs)
 
 
 def _parse_blobs(job: tuple[str, str, list[str]]) -> int:
-    """Reads ``blobs`` of ``repo`` with one ``git cat-file --batch`` and parses each (scan as the
-    miner does first: none); returns how many parsed."""
+    """Reads ``blobs`` of ``repo`` as the miner does (one ``git cat-file --batch``) and parses each
+    (scan as the miner does first: none); returns how many parsed."""
     repo, language, blobs = job
     from miner import get_language
+    from miner.gitlog import BlobReader
 
     parser = get_language(language)
-    ids = "".join(f"{blob}\n" for blob in blobs).encode()
-    output = subprocess.run(
-        ["git", "-C", repo, "cat-file", "--batch"], input=ids, capture_output=True, check=True
-    ).stdout
-    parsed = offset = 0
-    for _ in blobs:
-        line_end = output.index(b"\n", offset)
-        header = output[offset:line_end].split()
-        offset = line_end + 1
-        if len(header) < 3:
-            continue
-        size = int(header[2])
-        data, offset = output[offset : offset + size], offset + size + 1  # and the newline after it
-        try:
-            parser.parse(data, scan="none")
-            parsed += 1
-        except Exception:  # a file the parser refuses costs what it cost
-            pass
+    reader = BlobReader(Path(repo))
+    parsed = 0
+    try:
+        for blob in blobs:
+            try:
+                parser.parse(reader.read(blob), scan="none")
+                parsed += 1
+            except Exception:  # a blob missing from the clone, a file the parser refuses
+                pass
+    finally:
+        reader.close()
     return parsed
 
 
@@ -270,20 +266,13 @@ def run_floor(window: Window) -> dict[str, Any]:
     from concurrent.futures import ProcessPoolExecutor
 
     started = time.perf_counter()
-    blobs = needed_blobs(window)
+    commits, blobs = needed_blobs(window)
     workers = max(1, os.cpu_count() or 1)
     chunks = [blobs[i::workers] for i in range(workers)]
     with ProcessPoolExecutor(workers) as pool:
         parsed = sum(pool.map(_parse_blobs, [(window.repo, window.language, chunk) for chunk in chunks]))
-    seconds = time.perf_counter() - started
-    commits = int(subprocess.run(
-        ["git", "-C", window.repo, "rev-list", "--count", "--no-merges", "HEAD",
-         *([f"--since={window.since}"] if window.since else []),
-         *([f"--until={window.until}"] if window.until else [])],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip() or 0)  # fmt: skip
     return {
-        "seconds": seconds,
+        "seconds": time.perf_counter() - started,
         "commits": commits,
         "peak_rss_mib": peak_rss_mib(),
         "blobs": len(blobs),
@@ -443,9 +432,12 @@ def print_report(data: dict[str, Any]) -> None:
             print(f"    {sha}")
     print()
     print("timing")
-    approaches = (("coevo", coevo), ("selection", data["selection"]), ("floor", data["floor"]))
-    approaches += (("naive", naive),)
-    for name, result in approaches:
+    for name, result in (
+        ("coevo", coevo),
+        ("selection", data["selection"]),
+        ("floor", data["floor"]),
+        ("naive", naive),
+    ):
         print(
             f"  {name:9s}: {result['seconds']:8.1f} s  {result['commits']:6d} commits  "
             f"{result['commits_per_second']:8.1f} commits/s  "

@@ -33,7 +33,7 @@ from curation.static import runnable_id
 from miner.python import parse_python
 from runners.environments.revisions import prepare_revision
 from runners.python import pytest_tool
-from runners.python.venvs import import_paths, venv_for, venv_python
+from runners.python.venvs import venv_for, venv_python
 
 _READER = """\
 import json
@@ -62,7 +62,7 @@ def _test_ids(root: Path, test_file: str, limit: int) -> list[str]:
 
 
 def _run(
-    python: str, worktree: Path, ids: list[str], files: list[str], in_process: bool
+    venv: Path, worktree: Path, ids: list[str], files: list[str], in_process: bool
 ) -> tuple[float, dict]:
     """One run of ``ids`` with coverage either way: its seconds and the lines by test."""
     with tempfile.TemporaryDirectory(prefix="coevo-bench-pycov-") as name:
@@ -77,13 +77,12 @@ def _run(
         out = scratch / "coverage.json"
         env = {
             **os.environ,
-            "PYTHONPATH": os.pathsep.join(str(p) for p in [*import_paths(worktree), scratch]),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            "PYTEST_ADDOPTS": "",
+            **pytest_tool._test_env(venv, worktree, (scratch,)),
             "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
             "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
             "COEVO_PYTEST_COVERAGE": str(out),
         }
+        python = str(venv_python(venv))
         argv = [python, "-m", "coverage", "run", f"--rcfile={scratch / 'coveragerc'}", "-m", "pytest"]
         argv += ["-p", "_coevo_pytest", "-q", "--tb=short", "-p", "no:cacheprovider", *files]
         started = time.monotonic()
@@ -115,14 +114,14 @@ def main() -> int:
         print(f"{sha[:12]} did not build: {built.message}")
         return 2
     worktree = built.worktree
-    python = str(venv_python(venv_for(built.spec, worktree)))
+    venv = venv_for(built.spec, worktree)
     ids = [test for test_file in args.test_file for test in _test_ids(worktree, test_file, args.tests)]
     times: dict[bool, list[float]] = {True: [], False: []}
     differ = 0
     for _ in range(args.runs):
         lines = {}
         for in_process in (False, True):
-            seconds, lines[in_process] = _run(python, worktree, ids, args.test_file, in_process)
+            seconds, lines[in_process] = _run(venv, worktree, ids, args.test_file, in_process)
             times[in_process].append(seconds)
         differ += lines[True] != lines[False] or not lines[True]
     before, after = statistics.mean(times[False]), statistics.mean(times[True])
