@@ -89,6 +89,9 @@ class Toolchain:
     """The files a deps image is made of (Java's poms), when the language has one."""
     runs_tests_of: Callable[[BuiltSide, str], bool] = _every_module
     """Whether a built revision runs a test file's tests (a partial Maven build lacks some modules)."""
+    retry_era: Callable[[EnvSpec, str], str | None] | None = None
+    """What a build retry its build files alone decided holds for, on a backend, as text (Java: the
+    era's JDK plan and the JDKs at hand); None when the language's builds learn nothing so."""
     judge_outputs: Callable[[Path, Path, EnvSpec, Sequence[str]], None] | None = None
     """Copies what a build left that the tests need from a built worktree into a judge tree (a
     fresh export of the revision), without anything compiled from the test files named; None when
@@ -106,6 +109,7 @@ TOOLCHAINS = (
         method_name=java.method_name,
         build_files=maven_build_files,
         runs_tests_of=java.runs_tests_of,
+        retry_era=java.jdk_era,
         judge_outputs=judge_outputs,
     ),
     Toolchain(
@@ -142,6 +146,13 @@ def build_files(tree: TreeReader, spec: EnvSpec) -> dict[str, bytes] | None:
     """The files of ``tree`` a deps image of ``spec``'s language is made of; None when it has none."""
     reader = toolchain(spec.language).build_files
     return reader(tree, spec) if reader is not None else None
+
+
+def retry_era(spec: EnvSpec, backend: str) -> str | None:
+    """What a retry ``spec``'s build files decided holds for on ``backend``
+    (:attr:`Toolchain.retry_era`); None when its language learns nothing from retries."""
+    era = toolchain(spec.language).retry_era
+    return era(spec, backend) if era is not None else None
 
 
 def image_plan(

@@ -33,9 +33,8 @@ from tasks import CoevoError, DiskFull, InfrastructureError, MissingToolchain, d
 
 from ..buildtools import BuildChoice, BuildResult
 from ..java.jdk import JdkPlan, recorded_plan
-from ..java.toolchain import jdk_era
 from ..python.venvs import seeds_root, venvs_root
-from ..toolchains import build_files, prepare_environment
+from ..toolchains import build_files, prepare_environment, retry_era
 from .environment import REVISION_M2, Environment, build_revision
 from .envspec import EnvSpec, commit_date, detect_env
 from .sides import Side
@@ -156,10 +155,8 @@ def prepare_revision(
         if pins:  # only Python's tasks record them
             spec = dataclasses.replace(spec, pins=tuple(pins))
         files = build_files(GitTree(repo_path, sha), spec)
-        built_before = (
-            revision_dir(root, repo_path, sha, backend, spec.build_modules) / "build.json"
-        ).is_file()
-        era = jdk_era(spec, backend) if spec.language == "java" and jdk is None and not built_before else None
+        folder = revision_dir(root, repo_path, sha, backend, spec.build_modules)
+        era = retry_era(spec, backend) if jdk is None and not (folder / "build.json").is_file() else None
         if files and era is not None:
             hint = _hint_file(root, repo_path, backend, files, build_args, era)
             jdk = _hinted_plan(hint)
@@ -170,7 +167,6 @@ def prepare_revision(
     except CoevoError as exc:
         return BuiltRevision(sha, "env_failed", str(exc))
     image = environment.image.tag if environment.image else None
-    folder = revision_dir(root, repo_path, sha, backend, spec.build_modules)
     with _locked(folder):
         outcome = folder / "build.json"
         worktree = folder / "work"
@@ -283,7 +279,7 @@ def _hint_file(
     era: str,
 ) -> Path:
     """Where a JDK hint for these build files of this repository on ``backend`` is kept, while the
-    era's JDK plan and the JDKs at hand (``era``, :func:`~runners.java.toolchain.jdk_era`) hold."""
+    era's JDK plan and the JDKs at hand (``era``, :func:`~runners.toolchains.retry_era`) hold."""
     digest = hashlib.sha256()
     for part in (str(repo_path.resolve()), backend, era, *build_args):
         digest.update(part.encode() + b"\0")
