@@ -6,10 +6,11 @@ fast; only the commits this pass selects are opened with PyDriller later.
 
 from __future__ import annotations
 
+import re
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from .errors import NotARepository
@@ -124,6 +125,24 @@ def read_commit(repo: Path, sha: str) -> LogCommit:
     return _parse_record(out.lstrip(_RECORD.encode()))
 
 
+_ZONE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)([+-])(\d+):(\d\d)$")
+
+
+def _git_date(text: str) -> datetime:
+    """A date as ``%aI``/``%cI`` print it. A commit may carry a zone no clock has (requests has one
+    of ``+51800``, printed ``+518:00``), which git accepts and Python's zones refuse: that date is
+    the same instant in UTC (git prints the instant shifted by the zone)."""
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        found = _ZONE.match(text)
+        if found is None:
+            raise
+        local, sign, hours, minutes = found.groups()
+        shift = timedelta(hours=int(hours), minutes=int(minutes))
+        return datetime.fromisoformat(local).replace(tzinfo=UTC) - (shift if sign == "+" else -shift)
+
+
 def _parse_record(record: bytes) -> LogCommit:
     text = record.decode("utf-8", errors="surrogateescape")
     header, _, body = text.partition("\0")
@@ -152,8 +171,8 @@ def _parse_record(record: bytes) -> LogCommit:
     return LogCommit(
         sha=sha,
         parents=tuple(parents.split()),
-        author_date=datetime.fromisoformat(author_date),
-        committer_date=datetime.fromisoformat(committer_date),
+        author_date=_git_date(author_date),
+        committer_date=_git_date(committer_date),
         changes=tuple(changes),
     )
 

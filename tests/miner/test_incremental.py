@@ -285,3 +285,28 @@ def test_a_shallow_clone_warns_once_and_unshallowed_mines_what_the_cut_hid(tmp_p
     mine(full, MineRequest(location=str(repo.path)))
     assert len(partial) < len(_candidate_keys(full))
     assert _candidate_keys(store) == _candidate_keys(full)
+
+
+def test_a_commit_with_a_zone_no_clock_has_is_mined_at_its_instant(tmp_path: Path) -> None:
+    """requests has a commit dated ``1313584730 +51800``: git printed it ``+518:00``, which Python's
+    zones refuse, and mining the whole history stopped there."""
+    repo = GitRepo(tmp_path / "zones")
+    repo.commit("code", "2011-08-01T10:00:00+00:00", {"calc.py": "def add(a, b):\n    return a + b\n"})
+    (repo.path / "calc.py").write_text("def add(a, b):\n    return b + a\n")
+    test = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+    (repo.path / "test_calc.py").write_text(test)
+    repo.git("add", "calc.py", "test_calc.py")
+    tree, parent = repo.git("write-tree"), repo.git("rev-parse", "HEAD")
+    stamp = "Ada Lovelace <ada@example.org> 1313584730 +51800"
+    raw = tmp_path / "commit.txt"
+    raw.write_text(f"tree {tree}\nparent {parent}\nauthor {stamp}\ncommitter {stamp}\n\nodd zone\n")
+    odd = repo.git("hash-object", "-t", "commit", "-w", "--literally", str(raw))  # git fsck would refuse it
+    repo.git("update-ref", "HEAD", odd)
+    assert repo.git("log", "-1", "--format=%cI") == "2011-09-08T02:38:50+518:00"
+
+    store = open_store(tmp_path / "coevo.db")
+    run = mine(store, MineRequest(location=str(repo.path)))
+    assert run.status == "completed", run.message
+    with store.session() as s:
+        mined = s.exec(select(MinedCommit).where(MinedCommit.sha == odd)).one()
+    assert mined.committer_date == datetime(2011, 8, 17, 12, 38, 50, tzinfo=UTC)
