@@ -221,7 +221,14 @@ def needed_blobs(window: Window) -> tuple[int, list[str]]:
     commits = 0
     blobs: set[str] = set()
     log = iter_log(repo, ["HEAD"], optional_date(window.since), optional_date(window.until))
-    for _, plan in plan_pairs(log, patterns, lambda sha: read_commit(repo, sha)):
+
+    def lookup(sha: str) -> Any:
+        try:  # as the miner's lookup: a commit it cannot read (a merge's combined diff) is unknown
+            return read_commit(repo, sha)
+        except Exception:
+            return None
+
+    for _, plan in plan_pairs(log, patterns, lookup):
         commits += 1
         if plan is None or plan.outcome != CommitOutcome.PAIRED:
             continue

@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import delete
 from sqlmodel import col, select
 
-from miner import identify_repositories
+from miner import identify_repositories, production_diff
 from miner.files import FilePatterns, FileRole
 from miner.gitlog import unified_diff
 from miner.languages import get_language
@@ -914,6 +914,7 @@ def _write(
             groups.setdefault((item.candidate.test_file, track), []).append(item)
     task_of: dict[int | None, str] = {}
     mined_at = _mined_at(session, pair)
+    changed_code = production_diff(session, pair, Path(repo.path)) if groups else ""
     for (test_file, track), members in sorted(groups.items()):
         identifier = task_id(identity, pair.rev1, pair.rev2, test_file, str(track))
         old_file = next((m.candidate.old_test_file for m in members if m.candidate.old_test_file), None)
@@ -943,7 +944,7 @@ def _write(
                 gold_patch=unified_diff(
                     Path(repo.path), pair.rev1, pair.rev2, sorted({test_file, old_file or test_file})
                 ),
-                production_diff=pair.production_diff,
+                production_diff=changed_code,
                 env_spec=spec,
                 image=image,
                 build_records=records or None,

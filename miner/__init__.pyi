@@ -37,6 +37,7 @@ from .mining import (
     Progress,
     identify_repositories,
     mine,
+    production_diff,
     register_repository,
     register_url,
 )
@@ -141,6 +142,7 @@ __all__ = [
     "mine",
     "origin_remote",
     "plan_pairs",
+    "production_diff",
     "read_repos_file",
     "register_repository",
     "register_url",

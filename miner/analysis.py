@@ -10,6 +10,7 @@ import dataclasses
 import logging
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +20,7 @@ from tasks import CommitOutcome, LinkProvenance, MethodChangeKind, TestChangeKin
 from .changes import MethodDelta, ParseCache, method_deltas
 from .errors import SourceSyntaxError
 from .files import FilePatterns, FileRole
-from .gitlog import BlobChange, BlobReader, diff_blobs, unified_diff
+from .gitlog import BlobChange, BlobReader, diff_blobs
 from .links import ProductionMethod, static_links
 from .pairs import PairPlan
 from .parsing import Language, MethodInfo, MethodScan, ParsedFile
@@ -78,7 +79,6 @@ class PairRecord:
     rev2: str
     commits: tuple[str, ...]
     span_seconds: int
-    production_diff: str
     test_first: bool = False
 
 
@@ -145,7 +145,7 @@ class CommitAnalyzer:
         )
         if plan.outcome is not CommitOutcome.PAIRED or plan.rev1 is None:
             return base
-        production, tests, skips, production_paths = self._method_changes(plan)
+        production, tests, skips = self._method_changes(plan)
         if not production:
             # Without a changed production method, an unchanged test has nothing to depend on.
             tests = [t for t in tests if t.delta.changed]
@@ -155,7 +155,7 @@ class CommitAnalyzer:
         changes = tuple(_change_record(p) for p in production)
         linkable = [_linkable(p) for p in production]
         index = {(p.file, p.method.key): i for i, p in enumerate(linkable)}
-        called_names = _called_names_pattern(linkable)
+        names_a_changed_method = _names_a_changed_method(linkable)
         candidates = []
         for test in tests:
             new = test.delta.new
@@ -164,7 +164,7 @@ class CommitAnalyzer:
             unchanged = kind is TestChangeKind.UNCHANGED_WITH_CHANGED_DEPENDENCIES
             # An unchanged test is kept only if it calls changed code: skip the scan when the
             # text does not even name a changed method.
-            if unchanged and (called_names is None or not called_names.search(new.source)):
+            if unchanged and not names_a_changed_method(new.source):
                 continue
             links = static_links(self._scanned(new), test.file, linkable)
             if unchanged and not any(p is LinkProvenance.CALL for _, p in links):
@@ -190,7 +190,6 @@ class CommitAnalyzer:
             rev2=plan.rev2.sha,
             commits=tuple(c.sha for c in plan.commits),
             span_seconds=plan.span_seconds,
-            production_diff=unified_diff(self.path, plan.rev1, plan.rev2.sha, production_paths),
             test_first=plan.test_first,
         )
         return dataclasses.replace(
@@ -199,13 +198,12 @@ class CommitAnalyzer:
 
     def _method_changes(
         self, plan: PairPlan
-    ) -> tuple[list[_FileMethod], list[_FileMethod], tuple[SkipRecord, ...], list[str]]:
-        """Changed production methods, test methods of changed test files, skips, production paths."""
+    ) -> tuple[list[_FileMethod], list[_FileMethod], tuple[SkipRecord, ...]]:
+        """Changed production methods, test methods of changed test files, skips."""
         assert plan.rev1 is not None
         production: list[_FileMethod] = []
         tests: list[_FileMethod] = []
         skips: list[SkipRecord] = []
-        production_paths: set[str] = set()
         for change in self._blob_changes(plan):
             # Each side counts only if its name at that revision is the language's: a file renamed
             # from ``.yml`` to ``.py`` is new code, not an old version to parse as Python.
@@ -234,13 +232,11 @@ class CommitAnalyzer:
                 deltas += [d for d in units if d.key not in methods]
                 changed = [_FileMethod(path, old_path, d) for d in deltas if d.changed]
                 production += changed
-                if changed:
-                    production_paths.update(p for p in (old_path, new_path) if p)
             elif new_path is not None and (plan.test_paths is None or new_path in plan.test_paths):
                 tests += [
                     _FileMethod(new_path, old_path, d) for d in deltas if d.new is not None and d.new.is_test
                 ]
-        return production, tests, tuple(skips), sorted(production_paths)
+        return production, tests, tuple(skips)
 
     def _blob_changes(self, plan: PairPlan) -> list[BlobChange]:
         """The language's files that differ between rev1 and rev2, with their blob ids.
@@ -330,13 +326,25 @@ def _linkable(prod: _FileMethod) -> ProductionMethod:
     return ProductionMethod(prod.file, method, prod.delta.production_kind)
 
 
-def _called_names_pattern(production: list[ProductionMethod]) -> re.Pattern[str] | None:
-    """Matches any name a test must write to call one of the changed methods."""
-    names = {
-        p.class_name if p.is_constructor else p.method.name
-        for p in production
-        if p.kind is not MethodChangeKind.REMOVED
-    }
-    if not names:
-        return None
-    return re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+def _names_a_changed_method(production: list[ProductionMethod]) -> Callable[[str], bool]:
+    """Whether a test's text holds a name it must write to call one of the changed methods."""
+    return holds_a_word(
+        frozenset(
+            p.class_name if p.is_constructor else p.method.name
+            for p in production
+            if p.kind is not MethodChangeKind.REMOVED
+        )
+    )
+
+
+def holds_a_word(names: frozenset[str]) -> Callable[[str], bool]:
+    """Whether a text holds one of ``names`` as a whole word, as ``\\b(?:name|…)\\b`` finds it.
+    The text's words are compared with the names as a set: that pattern, compiled for each pair,
+    cost more than the rest of the check. Names that are not one word take the pattern."""
+    if all(_WORD.fullmatch(name) for name in names):
+        return lambda text: not names.isdisjoint(_WORD.findall(text))
+    pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
+    return lambda text: pattern.search(text) is not None
+
+
+_WORD = re.compile(r"\w+")

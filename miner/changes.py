@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 from tasks import MethodChangeKind, TestChangeKind
 
 from .errors import SourceSyntaxError
+from .files import file_stem
 from .parsing import MethodInfo, ParsedFile
 
 
@@ -68,7 +68,7 @@ def method_deltas(
 def _class_rename(old_path: str | None, new_path: str | None) -> tuple[str, str] | None:
     if not old_path or not new_path:
         return None
-    old_stem, new_stem = PurePosixPath(old_path).stem, PurePosixPath(new_path).stem
+    old_stem, new_stem = file_stem(old_path), file_stem(new_path)
     return (old_stem, new_stem) if old_stem != new_stem else None
 
 

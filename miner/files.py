@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
+from dataclasses import dataclass, field
 from enum import StrEnum
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
@@ -16,6 +17,10 @@ _DEFAULT_EXCLUDES: dict[str, tuple[str, ...]] = {
         "benchmarks/**", "bench/**",
     ),
 }  # fmt: skip
+
+
+_KNOWN_ROLES = 1 << 16
+"""How many paths' roles :class:`FilePatterns` keeps (a history's distinct paths, usually fewer)."""
 
 
 class FileRole(StrEnum):
@@ -35,6 +40,9 @@ class FilePatterns:
     suffixes: tuple[str, ...]
     test_globs: tuple[str, ...]
     exclude_globs: tuple[str, ...] = ()
+    _roles: dict[str, FileRole] = field(default_factory=dict, init=False, compare=False, repr=False)
+    """Each path's role once computed: the selection pass and the analysis ask for the same paths
+    again and again (every commit that touches a file, both sides of every pair)."""
 
     @classmethod
     def for_language(
@@ -51,6 +59,14 @@ class FilePatterns:
         )
 
     def role(self, path: str) -> FileRole:
+        role = self._roles.get(path)
+        if role is None:
+            if len(self._roles) >= _KNOWN_ROLES:
+                self._roles.clear()
+            role = self._roles[path] = self._sorted(path)
+        return role
+
+    def _sorted(self, path: str) -> FileRole:
         if not path.endswith(self.suffixes) or _matches(path, self.exclude_globs):
             return FileRole.OTHER
         return FileRole.TEST if _matches(path, self.test_globs) else FileRole.PRODUCTION
@@ -65,3 +81,10 @@ def _matches(path: str, globs: tuple[str, ...]) -> bool:
     return any(
         fnmatchcase(path, pattern) or ("/" not in pattern and fnmatchcase(name, pattern)) for pattern in globs
     )
+
+
+@functools.lru_cache(maxsize=4096)
+def file_stem(path: str) -> str:
+    """``PurePosixPath(path).stem``, kept: the miner asks for the same few files' stems for every
+    method it compares and every test it links."""
+    return PurePosixPath(path).stem

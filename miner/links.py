@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from pathlib import PurePosixPath
 
 from tasks import LinkProvenance, MethodChangeKind
 
+from .files import file_stem
 from .parsing import MethodInfo
 
 _CONSTRUCTOR_NAMES = {"__init__", "__new__", "__post_init__"}
@@ -33,7 +33,7 @@ class ProductionMethod:
         """The innermost enclosing class, or the module name for a module-level function."""
         if self.method.container:
             return self.method.container.rsplit(".", 1)[-1]
-        return PurePosixPath(self.file).stem
+        return file_stem(self.file)
 
     @cached_property
     def is_constructor(self) -> bool:
@@ -75,6 +75,6 @@ def _calls(test: MethodInfo, prod: ProductionMethod) -> bool:
 def _subjects(test: MethodInfo, test_file: str) -> set[str]:
     """Class and module names the test's own names point at: ``CalcTest`` → ``Calc``."""
     names = {_TEST_AFFIXES.sub("", part) for part in test.container.split(".") if part}
-    names.add(_TEST_AFFIXES.sub("", PurePosixPath(test_file).stem))
-    names.add(_MODULE_AFFIXES.sub("", PurePosixPath(test_file).stem))
+    names.add(_TEST_AFFIXES.sub("", file_stem(test_file)))
+    names.add(_MODULE_AFFIXES.sub("", file_stem(test_file)))
     return {name for name in names if name}

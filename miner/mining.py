@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import itertools
 import os
 import signal
 import subprocess
@@ -42,7 +43,7 @@ from tasks import (
 from .analysis import SYNTAX_WARNING, CommitAnalyzer, CommitRecord, SkipRecord, failed_record
 from .errors import NotARepository
 from .files import FilePatterns, FileRole
-from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit
+from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit, unified_diff
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
 from .source import (
@@ -59,8 +60,12 @@ if TYPE_CHECKING:
     from pydriller import Git
 
 _PARALLEL_FROM = 300
-_SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
 """Histories shorter than this many commits are mined in-process: workers cost more than they save."""
+_RUN_OF_PLANS = 32
+"""Consecutive plans a worker process analyses at once (:func:`_in_order`)."""
+_CHECKED_AT_ONCE = 256
+"""Plans whose resume markers one query reads (a query for each commit cost more than its write)."""
+_SHALLOW = "shallow clone: history is cut, pairs before the cut are missing"
 
 
 @dataclass(frozen=True)
@@ -249,6 +254,8 @@ class Miner:
         )
         self._git: Git | None = None
         self._shallow = False
+        self._failed_before: set[str] = set()
+        """Commits about to be mined again whose earlier attempt failed: their rows are replaced."""
 
     @property
     def pydriller(self) -> Git:
@@ -316,17 +323,43 @@ class Miner:
         self, log: Iterator[LogCommit], counts: _Counts, progress: Progress
     ) -> Iterator[PairPlan]:
         """Plans of the commits that changed tests and are not mined yet; counts the rest."""
+        scanned: list[PairPlan | None] = []  # each commit's plan, until their markers are read
         for commit, plan in plan_pairs(log, self.patterns, self._lookup, self.window):
             counts.scanned += 1
             if plan is not None or touches(commit, self.patterns, FileRole.PRODUCTION):
                 counts.selected += 1
             if plan is not None:
                 counts.test_commits += 1
-                if self._is_mined(plan.marker.sha):
+            scanned.append(plan)
+            if plan is not None and len(scanned) >= _CHECKED_AT_ONCE:
+                yield from self._not_mined(scanned, counts, progress)
+                scanned = []
+        yield from self._not_mined(scanned, counts, progress)
+
+    def _not_mined(
+        self, scanned: list[PairPlan | None], counts: _Counts, progress: Progress
+    ) -> Iterator[PairPlan]:
+        """The plans whose commits are not mined for good (a failed commit is tried again), with
+        their resume markers read in one query; each commit counts as done once its plan is taken."""
+        shas = [plan.marker.sha for plan in scanned if plan is not None]
+        with self.store.session() as session:
+            outcomes = dict(
+                session.exec(
+                    select(MinedCommit.sha, MinedCommit.outcome).where(
+                        MinedCommit.repository_id == self._repo_id, col(MinedCommit.sha).in_(shas)
+                    )
+                ).all()
+            )
+        for plan in scanned:
+            if plan is not None:
+                outcome = outcomes.get(plan.marker.sha)
+                if outcome is not None and outcome != CommitOutcome.ERROR:
                     counts.already_mined += 1
                 elif not (self._shallow and plan.outcome is CommitOutcome.ROOT_COMMIT):
                     # A commit at a shallow clone's cut has parents, only not here: it stays
                     # unmarked, so a run on the whole history pairs it.
+                    if outcome is not None:
+                        self._failed_before.add(plan.marker.sha)
                     yield plan
             progress.advance(1)
 
@@ -347,20 +380,10 @@ class Miner:
             initargs=(self.path, self.repo.language, self.patterns),
         ) as pool:
             try:
-                yield from _in_order(pool, plans, in_flight=8 * workers)
+                yield from _in_order(pool, plans, in_flight=2 * workers)
             except BaseException:
                 pool.shutdown(wait=True, cancel_futures=True)
                 raise
-
-    def _is_mined(self, sha: str) -> bool:
-        """Whether a commit is mined for good (a failed commit is tried again)."""
-        with self.store.session() as session:
-            outcome = session.exec(
-                select(MinedCommit.outcome).where(
-                    MinedCommit.repository_id == self._repo_id, MinedCommit.sha == sha
-                )
-            ).first()
-        return outcome is not None and outcome != CommitOutcome.ERROR
 
     def _revisions(self, head: str, since: datetime | None) -> list[str]:
         """``watermark..HEAD`` when an earlier run covered this window up to its head, else HEAD."""
@@ -422,19 +445,19 @@ class Miner:
                 metadata = self._metadata(record.pair.rev1, record.pair.rev2)
             except Exception as exc:
                 record = failed_record(record.sha, record.committer_date, exc)
-        # A commit that failed before is replaced by this attempt.
-        session.execute(
-            delete(MinedCommit).where(
-                col(MinedCommit.repository_id) == repo_id, col(MinedCommit.sha) == record.sha
+        if record.sha in self._failed_before:  # replaced by this attempt
+            session.execute(
+                delete(MinedCommit).where(
+                    col(MinedCommit.repository_id) == repo_id, col(MinedCommit.sha) == record.sha
+                )
             )
-        )
-        session.execute(
-            delete(Skip).where(
-                col(Skip.repository_id) == repo_id,
-                col(Skip.sha) == record.sha,
-                col(Skip.reason) == "commit_error",
+            session.execute(
+                delete(Skip).where(
+                    col(Skip.repository_id) == repo_id,
+                    col(Skip.sha) == record.sha,
+                    col(Skip.reason) == "commit_error",
+                )
             )
-        )
         if record.skips:
             self._write_skips(session, record.skips)
         if record.pair is not None and record.candidates:
@@ -444,15 +467,18 @@ class Miner:
         outcome = record.outcome
         if outcome is CommitOutcome.PAIRED and not record.candidates:
             outcome = CommitOutcome.NO_TEST_METHOD_CHANGE
-        session.add(
-            MinedCommit(
-                repository_id=repo_id,
-                sha=record.sha,
-                committer_date=record.committer_date,
-                outcome=outcome,
-                detail=record.detail,
-                run_id=run.id,
-            )
+        session.execute(
+            _table(MinedCommit).insert(),
+            [
+                {
+                    "repository_id": repo_id,
+                    "sha": record.sha,
+                    "committer_date": record.committer_date,
+                    "outcome": outcome,
+                    "detail": record.detail,
+                    "run_id": run.id,
+                }
+            ],
         )
         counts.skipped_files += sum(1 for k in record.skips if k.path and k.reason != SYNTAX_WARNING)
         counts.failed += outcome is CommitOutcome.ERROR
@@ -512,6 +538,7 @@ class Miner:
                     "repository_id": repo_id,
                     **_fields(pair, "commits"),
                     "commits": list(pair.commits),
+                    "production_diff": "",  # written for the pairs that give tasks: production_diff()
                     **metadata,
                 }
             ],
@@ -542,6 +569,19 @@ class Miner:
         ]
         if links:
             session.execute(_table(FocalLink).insert(), links)
+
+
+def production_diff(session: Session, pair: RevisionPair, repo_path: Path) -> str:
+    """``git diff`` rev1 → rev2 of the pair's production files whose methods changed (both names of
+    a renamed one), as the pair's stored column held it when mining wrote it: a task needs it, and
+    most pairs never give one, so mining no longer runs a ``git diff`` for every pair."""
+    if pair.production_diff:
+        return pair.production_diff
+    rows = session.execute(
+        select(MethodChange.file, MethodChange.old_file).where(MethodChange.pair_id == pair.id)
+    ).all()
+    paths = sorted({path for row in rows for path in row if path})
+    return unified_diff(repo_path, pair.rev1, pair.rev2, paths)
 
 
 def _table(model: type[SQLModel]) -> Table:
@@ -615,20 +655,25 @@ def _die_with_parent() -> None:
         libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _analyse_in_worker(plan: PairPlan) -> CommitRecord:
+def _analyse_in_worker(plans: list[PairPlan]) -> list[CommitRecord]:
     assert _ANALYZER is not None
-    return _ANALYZER.analyse(plan)
+    return [_ANALYZER.analyse(plan) for plan in plans]
 
 
 def _in_order(pool: Executor, plans: Iterator[PairPlan], in_flight: int) -> Iterator[CommitRecord]:
-    """Results of the pool in submission order, with a bounded number of plans in flight."""
-    pending: deque[Future[CommitRecord]] = deque()
-    for plan in plans:
-        pending.append(pool.submit(_analyse_in_worker, plan))
+    """Results of the pool in submission order, with a bounded number of runs of plans in flight.
+
+    A worker takes :data:`_RUN_OF_PLANS` consecutive plans at once: consecutive pairs share most
+    of their files (one pair's new version is the next one's old), and a worker parses each blob
+    once for all the pairs it holds; plans dealt one at a time to alternating workers had both
+    parse the same files."""
+    pending: deque[Future[list[CommitRecord]]] = deque()
+    while run := list(itertools.islice(plans, _RUN_OF_PLANS)):
+        pending.append(pool.submit(_analyse_in_worker, run))
         if len(pending) >= in_flight:
-            yield pending.popleft().result()
+            yield from pending.popleft().result()
     while pending:
-        yield pending.popleft().result()
+        yield from pending.popleft().result()
 
 
 def _is_ancestor(path: Path, ancestor: str, head: str) -> bool:

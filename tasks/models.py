@@ -194,7 +194,9 @@ class RevisionPair(SQLModel, table=True):
     """The tests were committed first (the pair's first commit), the production code after them up
     to rev2."""
     production_diff: str = Field(default="", sa_column=Column(Text, nullable=False))
-    """Unified diff rev1 → rev2 of the production files of the language."""
+    """Unified diff rev1 → rev2 of the production files of the language, as stores of coevo before
+    2026-12 hold it; mining no longer writes it (most pairs never become tasks): a task takes it
+    from :func:`miner.production_diff` when curation writes it."""
 
 
 class MethodChange(SQLModel, table=True):
