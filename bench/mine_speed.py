@@ -30,6 +30,7 @@ file-level set), and 2 when a child process fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import resource
 import subprocess
@@ -212,7 +213,7 @@ def needed_blobs(window: Window) -> tuple[int, list[str]]:
     pair it plans, the version before the pair and the version at its end of every test and
     production file its commits change (a file added or deleted has one side)."""
     from miner import FilePatterns, FileRole, get_language, iter_log, plan_pairs
-    from miner.gitlog import read_commit
+    from miner.gitlog import known_commit
     from tasks import CommitOutcome
 
     patterns = FilePatterns.for_language(get_language(window.language))
@@ -222,13 +223,7 @@ def needed_blobs(window: Window) -> tuple[int, list[str]]:
     blobs: set[str] = set()
     log = iter_log(repo, ["HEAD"], optional_date(window.since), optional_date(window.until))
 
-    def lookup(sha: str) -> Any:
-        try:  # as the miner's lookup: a commit it cannot read (a merge's combined diff) is unknown
-            return read_commit(repo, sha)
-        except Exception:
-            return None
-
-    for _, plan in plan_pairs(log, patterns, lookup):
+    for _, plan in plan_pairs(log, patterns, functools.partial(known_commit, repo)):
         commits += 1
         if plan is None or plan.outcome != CommitOutcome.PAIRED:
             continue

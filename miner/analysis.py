@@ -337,6 +337,9 @@ def _names_a_changed_method(production: list[ProductionMethod]) -> Callable[[str
     )
 
 
+_WORD = re.compile(r"\w+")
+
+
 def holds_a_word(names: frozenset[str]) -> Callable[[str], bool]:
     """Whether a text holds one of ``names`` as a whole word, as ``\\b(?:name|…)\\b`` finds it.
     The text's words are compared with the names as a set: that pattern, compiled for each pair,
@@ -345,6 +348,3 @@ def holds_a_word(names: frozenset[str]) -> Callable[[str], bool]:
         return lambda text: not names.isdisjoint(_WORD.findall(text))
     pattern = re.compile(r"\b(?:" + "|".join(sorted(map(re.escape, names))) + r")\b")
     return lambda text: pattern.search(text) is not None
-
-
-_WORD = re.compile(r"\w+")

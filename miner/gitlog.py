@@ -125,6 +125,15 @@ def read_commit(repo: Path, sha: str) -> LogCommit:
     return _parse_record(out.lstrip(_RECORD.encode()))
 
 
+def known_commit(repo: Path, sha: str) -> LogCommit | None:
+    """:func:`read_commit`, or None for a commit it cannot read (a merge's combined diff, a commit
+    missing from the clone): the pairing treats it as unknown."""
+    try:
+        return read_commit(repo, sha)
+    except Exception:
+        return None
+
+
 _ZONE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)([+-])(\d+):(\d\d)$")
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import itertools
 import os
 import signal
@@ -43,7 +44,7 @@ from tasks import (
 from .analysis import SYNTAX_WARNING, CommitAnalyzer, CommitRecord, SkipRecord, failed_record
 from .errors import NotARepository
 from .files import FilePatterns, FileRole
-from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, read_commit, unified_diff
+from .gitlog import LogCommit, count_commits, git, is_shallow, iter_log, known_commit, unified_diff
 from .languages import get_language
 from .pairs import DEFAULT_WINDOW, PairPlan, plan_pairs, touches
 from .source import (
@@ -324,14 +325,15 @@ class Miner:
     ) -> Iterator[PairPlan]:
         """Plans of the commits that changed tests and are not mined yet; counts the rest."""
         scanned: list[PairPlan | None] = []  # each commit's plan, until their markers are read
-        for commit, plan in plan_pairs(log, self.patterns, self._lookup, self.window):
+        lookup = functools.partial(known_commit, self.path)
+        for commit, plan in plan_pairs(log, self.patterns, lookup, self.window):
             counts.scanned += 1
             if plan is not None or touches(commit, self.patterns, FileRole.PRODUCTION):
                 counts.selected += 1
             if plan is not None:
                 counts.test_commits += 1
             scanned.append(plan)
-            if plan is not None and len(scanned) >= _CHECKED_AT_ONCE:
+            if len(scanned) >= _CHECKED_AT_ONCE:
                 yield from self._not_mined(scanned, counts, progress)
                 scanned = []
         yield from self._not_mined(scanned, counts, progress)
@@ -342,14 +344,16 @@ class Miner:
         """The plans whose commits are not mined for good (a failed commit is tried again), with
         their resume markers read in one query; each commit counts as done once its plan is taken."""
         shas = [plan.marker.sha for plan in scanned if plan is not None]
-        with self.store.session() as session:
-            outcomes = dict(
-                session.exec(
-                    select(MinedCommit.sha, MinedCommit.outcome).where(
-                        MinedCommit.repository_id == self._repo_id, col(MinedCommit.sha).in_(shas)
-                    )
-                ).all()
-            )
+        outcomes: dict[str, str] = {}
+        if shas:
+            with self.store.session() as session:
+                outcomes = dict(
+                    session.exec(
+                        select(MinedCommit.sha, MinedCommit.outcome).where(
+                            MinedCommit.repository_id == self._repo_id, col(MinedCommit.sha).in_(shas)
+                        )
+                    ).all()
+                )
         for plan in scanned:
             if plan is not None:
                 outcome = outcomes.get(plan.marker.sha)
@@ -425,12 +429,6 @@ class Miner:
         with self.store.session() as session:
             session.add(run)
 
-    def _lookup(self, sha: str) -> LogCommit | None:
-        try:
-            return read_commit(self.path, sha)
-        except Exception:
-            return None
-
     @property
     def _repo_id(self) -> int:
         assert self.repo.id is not None
@@ -446,6 +444,7 @@ class Miner:
             except Exception as exc:
                 record = failed_record(record.sha, record.committer_date, exc)
         if record.sha in self._failed_before:  # replaced by this attempt
+            self._failed_before.discard(record.sha)
             session.execute(
                 delete(MinedCommit).where(
                     col(MinedCommit.repository_id) == repo_id, col(MinedCommit.sha) == record.sha
