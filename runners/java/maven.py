@@ -407,10 +407,10 @@ class MavenTool:
         with ``extra_classpath`` in multi-module projects). ``extra_classpath``
         (worktree-relative or absolute) goes first, ahead of the module's own classes.
         ``timeout`` bounds each launcher run: one for all tests of a module. With ``coverage`` each
-        test also gets its covered lines, taken between tests in that one JVM. A test that hung or
-        ended that JVM runs again alone, and the rest of the batch again in one JVM (the tests
-        before it too: the run reported nothing), until every test is measured; when the run
-        does not say which test ended it, each test it did not measure runs alone.
+        test also gets its covered lines, taken between tests in that one JVM (:meth:`_one_jvm`).
+        A test that hung or ended the JVM costs the others nothing: it runs again alone, and the
+        rest of the batch again in one JVM; without ``coverage`` too (the batch runs again
+        measured, which names that test).
         """
         jdk, _ = self.toolchain(spec)
         extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
@@ -433,42 +433,72 @@ class MavenTool:
             if not coverage:
                 launch = self._launch(sandbox, jdk, test_module, classpath, ids, timeout, None)
                 log = launch.log
-                results.update((test_id.requested, _outcome(test_id, launch)) for test_id in ids)
-                continue
-            # All in one JVM, each test's lines taken between tests by the listener. Every
-            # coverage run is alike, whichever phase or how many tests.
+                lost = [test_id for test_id in ids if test_id.reported not in launch.results]
+                if len(ids) == 1 or not lost:
+                    results.update((test_id.requested, _outcome(test_id, launch)) for test_id in ids)
+                    continue
+                results.update((t.requested, _outcome(t, launch)) for t in ids if t not in lost)
+                # Tests the launcher did not report: one may have hung or ended the JVM (no engine
+                # that ran it wrote its report). They run again as a measured batch does, which
+                # names that test; their lines are not kept.
+                ids = lost
             scope = self._coverage_scope(sandbox, classpath)
-            batch = list(ids)
-            while batch:
-                launch, measured, unfinished = self._measured(
-                    sandbox, jdk, test_module, classpath, batch, timeout, scope
-                )
-                log = launch.log
-                lost: list[_TestId] = []
-                for test_id in batch:
-                    result = _outcome(test_id, launch)
-                    if len(batch) == 1 or (
-                        test_id.reported in launch.results
-                        and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
-                    ):
-                        results[test_id.requested] = result
-                        coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
-                    else:
-                        lost.append(test_id)
-                culprit = next((t for t in lost if t.reported == unfinished), None)
-                # The test that hung or ended the JVM runs alone; the others again together. When
-                # the run does not name it, each runs alone (one per JVM: nothing is lost).
-                alone = [culprit] if culprit is not None else lost
-                for test_id in alone:
-                    launch, measured, _ = self._measured(
-                        sandbox, jdk, test_module, classpath, [test_id], timeout, scope
-                    )
-                    log = launch.log
-                    results[test_id.requested] = _outcome(test_id, launch)
-                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
-                batch = [t for t in lost if t not in alone]
+            outcomes, lines, last = self._one_jvm(sandbox, jdk, test_module, classpath, ids, timeout, scope)
+            results.update(outcomes)
+            if coverage:
+                coverages.update(lines)
+            log = last or log
         ordered = tuple(results[test] for test in dict.fromkeys(tests))
         return TestRun(results=ordered, coverage=coverages, log=log)
+
+    def _one_jvm(
+        self,
+        sandbox: Sandbox,
+        jdk: Jdk,
+        module: str,
+        classpath: Sequence[str],
+        ids: Sequence[_TestId],
+        timeout: float,
+        scope: _CoverageScope,
+    ) -> tuple[dict[str, TestResult], dict[str, Coverage], ExecResult | None]:
+        """``ids`` measured in one JVM: each one's result and lines (by requested id), and the last
+        run's log. A test that hung or ended that JVM runs again alone, and the rest of the batch
+        again in one JVM (the tests before it too: the run reported nothing), until every test
+        is measured; when the run does not say which test ended it, each test it did not measure
+        runs alone."""
+        results: dict[str, TestResult] = {}
+        coverages: dict[str, Coverage] = {}
+        log: ExecResult | None = None
+        batch = list(ids)
+        while batch:
+            launch, measured, unfinished = self._measured(
+                sandbox, jdk, module, classpath, batch, timeout, scope
+            )
+            log = launch.log
+            lost: list[_TestId] = []
+            for test_id in batch:
+                result = _outcome(test_id, launch)
+                if len(batch) == 1 or (
+                    test_id.reported in launch.results
+                    and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
+                ):
+                    results[test_id.requested] = result
+                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                else:
+                    lost.append(test_id)
+            culprit = next((t for t in lost if t.reported == unfinished), None)
+            # The test that hung or ended the JVM runs alone; the others again together. When
+            # the run does not name it, each runs alone (one per JVM: nothing is lost).
+            alone = [culprit] if culprit is not None else lost
+            for test_id in alone:
+                launch, measured, _ = self._measured(
+                    sandbox, jdk, module, classpath, [test_id], timeout, scope
+                )
+                log = launch.log
+                results[test_id.requested] = _outcome(test_id, launch)
+                coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+            batch = [t for t in lost if t not in alone]
+        return results, coverages, log
 
     def compile_test_file(
         self,

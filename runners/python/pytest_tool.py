@@ -271,8 +271,24 @@ class PytestTool:
         timeout: float,
         coverage: bool = False,
     ) -> TestRun:
-        """Runs the node ids in one pytest process; every id asked for gets a result."""
-        return self._run(sandbox, spec, tests, timeout, coverage)[0]
+        """Runs the node ids in one pytest process; every id asked for gets a result.
+
+        A test that hung or ended the process costs the others nothing: it runs again alone, and
+        the rest again in one process (those before it too: a killed process keeps no coverage).
+        """
+        requested = list(dict.fromkeys(tests))
+        run, records = self._run(sandbox, spec, requested, timeout, coverage)
+        culprit = _cut_short_by(requested, records)
+        if culprit is None or len(requested) == 1:
+            return run
+        alone = self._run(sandbox, spec, [culprit], timeout, coverage)[0]
+        rest = self.run_tests(sandbox, spec, [t for t in requested if t != culprit], timeout, coverage)
+        found = {result.test: result for result in (*alone.results, *rest.results)}
+        return TestRun(
+            results=tuple(found[test] for test in requested),
+            coverage={**rest.coverage, **alone.coverage},
+            log=run.log,  # the whole batch's run, which the culprit cut short
+        )
 
     def _run(
         self,
@@ -654,6 +670,26 @@ def _results(
             why = crash if collected is None else in_context("collected but not run", crash)
             results.append(TestResult(test, Outcome.ERROR, why or f"pytest exited with code {log.exit_code}"))
     return tuple(results)
+
+
+def _cut_short_by(requested: Sequence[str], records: Sequence[dict]) -> str | None:
+    """The requested test whose run the process never finished, when it ended before pytest's
+    session did (it hung and was killed, or a test ended it): the last test whose set-up was
+    reported and whose tear-down was not. None when the session finished, or no test was under
+    way (collection or a session's tear-down hung: every test would)."""
+    if any("loaded" in record for record in records):
+        return None
+    started: list[str] = []
+    finished: set[str] = set()
+    for record in records:
+        if record.get("when") == "setup":
+            started.append(record.get("id", ""))
+        elif record.get("when") == "teardown":
+            finished.add(record.get("id", ""))
+    node = next((node for node in reversed(started) if node not in finished), None)
+    if node is None:
+        return None
+    return next((test for test in requested if node == test or node.startswith(f"{test}[")), None)
 
 
 def _by_request(requested: list[str], ran: dict[str, TestResult]) -> dict[str, TestResult]:

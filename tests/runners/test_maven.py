@@ -282,18 +282,7 @@ when told to."""
 def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_or_hanging_costs_the_others_nothing(
     jupiter: Built, hostile: bool
 ) -> None:
-    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if hostile else "Calc.div(4, 2)")
-    source = source.replace("HANG", "Thread.sleep(600_000)" if hostile else "Calc.div(6, 3)")
-    out = _beside(jupiter, "one-jvm-hostile" if hostile else "one-jvm-clean", "OneJvmTest", source)
-    names = (
-        "a_adds",
-        "b_seesTheFirstTestsState",
-        "c_endsTheJvm",
-        "d_addsAfterTheEnd",
-        "e_hangs",
-        "f_dividesLast",
-    )
-    tests = [f"demo.OneJvmTest#{m}" for m in names]
+    tests, out = _one_jvm_tests(jupiter, hostile, "one-jvm-hostile" if hostile else "one-jvm-clean")
     run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=15, coverage=True, extra_classpath=[out])
     calc, div = "src/main/java/demo/Calc.java", frozenset({10})
     a, b, c, d, e, f = tests
@@ -311,6 +300,36 @@ def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_or_hanging_co
         # and the rest of the batch ran again together, b after a as before.
         assert (outcomes[c], outcomes[e]) == (Outcome.ABSENT, Outcome.TIMEOUT)
         assert run.coverage[c].lines == run.coverage[e].lines == {}
+
+
+@pytest.mark.maven
+@needs_maven
+def test_a_test_ending_the_jvm_or_hanging_costs_the_others_nothing_without_coverage(jupiter: Built) -> None:
+    """Reruns and the cells without coverage (OO, NO) run a batch too: a new test that hangs on
+    the old code (the fix of an endless loop) must not make its file's other tests time out."""
+    tests, out = _one_jvm_tests(jupiter, hostile=True, folder="one-jvm-hostile-unmeasured")
+    run = TOOL.run_tests(jupiter.box, jupiter.spec, tests, timeout=15, extra_classpath=[out])
+    a, b, c, d, e, f = tests
+    outcomes = _outcomes(run.results)
+    assert (outcomes[a], outcomes[b], outcomes[d], outcomes[f]) == (Outcome.PASS,) * 4
+    assert (outcomes[c], outcomes[e]) == (Outcome.ABSENT, Outcome.TIMEOUT)
+    assert run.coverage == {}
+
+
+def _one_jvm_tests(jupiter: Built, hostile: bool, folder: str) -> tuple[list[str], str]:
+    """ONE_JVM_TEST's methods, clean or hostile, compiled into ``.coevo/cross-<folder>``."""
+    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if hostile else "Calc.div(4, 2)")
+    source = source.replace("HANG", "Thread.sleep(600_000)" if hostile else "Calc.div(6, 3)")
+    out = _beside(jupiter, folder, "OneJvmTest", source)
+    names = (
+        "a_adds",
+        "b_seesTheFirstTestsState",
+        "c_endsTheJvm",
+        "d_addsAfterTheEnd",
+        "e_hangs",
+        "f_dividesLast",
+    )
+    return [f"demo.OneJvmTest#{m}" for m in names], out
 
 
 PARALLEL_TEST = """package demo;

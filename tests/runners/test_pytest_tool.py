@@ -79,7 +79,7 @@ def calc_built(calc: Path, calc_spec: EnvSpec) -> Path:
 
 @pytest.fixture(scope="module")
 def plain(tmp_path_factory: pytest.TempPathFactory, venvs: Path) -> Path:
-    """A flat project with no build file: hangs, floods its output, spawns a child."""
+    """A flat project with no build file: hangs, floods its output, spawns a child, ends its process."""
     root = write(
         tmp_path_factory.mktemp("plain"),
         {
@@ -98,6 +98,47 @@ def plain(tmp_path_factory: pytest.TempPathFactory, venvs: Path) -> Path:
                     with open("child.pid", "w") as out:
                         out.write(str(child.pid))
                     time.sleep(300)
+            """,
+            "batch.py": """\
+                def add(a, b):
+                    return a + b
+
+
+                def half(n):
+                    return n // 2
+            """,
+            "tests/test_batch.py": """\
+                import os
+                import time
+
+                import batch
+
+                state = []
+
+
+                def test_a_adds():
+                    assert batch.add(2, 3) == 5
+                    state.append(1)
+
+
+                def test_b_sees_the_first_tests_state():
+                    assert state == [1]
+
+
+                def test_c_ends_the_process():
+                    os._exit(0)
+
+
+                def test_d_adds_after_the_end():
+                    assert batch.add(3, 4) == 7
+
+
+                def test_e_hangs():
+                    time.sleep(300)
+
+
+                def test_f_halves_last():
+                    assert batch.half(8) == 4
             """,
             "tests/test_loud.py": """\
                 def test_loud_pass():
@@ -528,6 +569,31 @@ def test_a_hanging_test_times_out_leaving_no_process(plain: Path) -> None:
     child = int((plain / "child.pid").read_text())
     time.sleep(0.2)
     assert not _alive(child), "the test's child process survived the timeout"
+
+
+@pytest.mark.parametrize("coverage", [False, True], ids=["unmeasured", "measured"])
+def test_a_test_ending_the_process_or_hanging_costs_the_others_nothing(plain: Path, coverage: bool) -> None:
+    """A new test that hangs on the old code (the fix of an endless loop) or ends pytest's process
+    must not cost the other tests of its batch their outcomes and lines."""
+    names = ("a_adds", "b_sees_the_first_tests_state", "c_ends_the_process", "d_adds_after_the_end")
+    asked = [f"tests/test_batch.py::test_{name}" for name in (*names, "e_hangs", "f_halves_last")]
+    run = PytestTool().run_tests(LocalSandbox(plain), PLAIN, asked, timeout=8, coverage=coverage)
+    a, b, c, d, e, f = asked
+    found = outcomes(run.results)
+    # The rest ran again in one process: b still sees what a did.
+    assert [found[t] for t in (a, b, d, f)] == [Outcome.PASS] * 4
+    assert (found[c], found[e]) == (Outcome.ERROR, Outcome.TIMEOUT)
+    if coverage:
+        lines = {test: measured.lines for test, measured in run.coverage.items()}
+        assert lines == {
+            a: {"batch.py": frozenset({2})},
+            b: {},
+            c: {},  # it ran, and ended the process before coverage.py could save what it ran
+            d: {"batch.py": frozenset({2})},
+            f: {"batch.py": frozenset({6})},
+        }
+    else:
+        assert run.coverage == {}
 
 
 @pytest.mark.slow
