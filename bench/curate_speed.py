@@ -1,24 +1,36 @@
-"""Benchmark the 4-way matrix: coevo's compile-once curation against four full ``mvn test`` runs.
+"""Benchmark curation's 4-way matrix against four full ``mvn test`` runs, or against coevo's previous path.
 
-On a mined database of a real Maven project, it takes the first ``--pairs`` pairs (in the
-window) that have inserted or updated test methods, at most ``--per-pair`` of them each, and
-runs every cell those candidates need both ways:
+On a mined database of a real project, it takes the first ``--pairs`` pairs (in the window)
+that have inserted or updated test methods, at most ``--per-pair`` of them each (0: all), and
+curates them as ``coevo curate`` does on the host, with ``--reruns`` runs a cell. Then, with
+``--against naive`` (the default; Maven projects):
 
-* **coevo** curates the pairs as ``coevo curate`` does with one run per cell: each revision
-  is built once (``test-compile``, shared by consecutive pairs), its own tests run with the
-  JUnit console launcher, the other revision's test file is compiled alone with ``javac``
-  (the cross cells), and NN (and ON) runs measure per-test coverage as curation does;
 * **naive** exports the code revision into a fresh folder for every cell, puts the test
   file's version in place, and runs ``mvn test -Dtest=Class`` (compiling everything), then
-  reads surefire's report for the method (a compile failure is ``compile_error``).
+  reads surefire's report for the method (a compile failure is ``compile_error``);
 
-It prints each candidate's cells both ways, the wall time per candidate and ``speedup:
-N.Nx``; it exits 1 when the verdicts of any cell differ.
+it prints each candidate's cells both ways, the wall time per candidate and ``speedup:
+N.Nx``, and exits 1 when the verdicts of any cell differ. With ``--against previous`` (Java
+and Python), each pair is curated a second time, in a work folder of its own, the way coevo
+curated before issue 30 (kept here only, selected by :func:`_previous_path`):
+
+* Java: a run with coverage starts **one launcher JVM per test** (each test's lines are that
+  JVM's), not one for the batch with the lines taken between tests;
+* Python: each test's lines are read from coverage.py's data by **a reader process** of their
+  own after the tests' process, not by coevo's plugin at the end of it;
+
+it prints, per candidate, every cell whose outcome or production lines differ and every label
+that differs, the seconds of each path per pair and candidate and ``speedup: N.Nx``, and exits 1
+when an outcome or a label differs. Lines that only the previous path has and that a class's
+static initialisation runs (in one JVM, the first test that loads a class runs them) are
+counted apart: curation finds the changed fields and constants a test reaches without them.
 
 Example::
 
     coevo mine /tmp/gson.git --db /tmp/gson.db
     python bench/curate_speed.py --db /tmp/gson.db --repo gson --since 2025-06-01 --pairs 3
+    python bench/curate_speed.py --db /tmp/rq.db --repo requests --since 2024-01-01 --pairs 8 \\
+        --per-pair 0 --against previous
 """
 
 from __future__ import annotations
@@ -26,19 +38,29 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
+from python_coverage_speed import _READER  # beside this file: the reader process coevo ran before
 from sqlmodel import col, select
 
 from curation.classify import cells_for
-from curation.curate import CurateRequest, _Item, _PairCurator
+from curation.curate import CurateRequest, _Item, _label_name, _PairCurator
+from curation.matrix import Cell
 from runners import FolderTree, GitTree, LocalSandbox, Outcome, detect_env, export_revision, parse_junit_xml
+from runners.buildtools import TestRun
 from runners.java.jdk import choose_jdk
-from runners.java.maven import SKIP_PROPERTIES, maven_repository
+from runners.java.maven import SKIP_PROPERTIES, MavenTool, maven_repository
+from runners.python import pytest_tool
+from runners.python.venvs import venv_python
 from tasks import Candidate, FocalLink, MethodChange, Repository, RevisionPair, TestChangeKind, open_store
 
 
@@ -48,8 +70,12 @@ def main() -> int:
     parser.add_argument("--repo", required=True, help="the repository's name in it")
     parser.add_argument("--since", help="only pairs whose rev2 is on or after this date")
     parser.add_argument("--pairs", type=int, default=3, help="pairs to take (default 3)")
-    parser.add_argument("--per-pair", type=int, default=2, help="candidates per pair (default 2)")
+    parser.add_argument("--per-pair", type=int, default=2, help="candidates per pair (default 2; 0: all)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per build or test run")
+    parser.add_argument("--reruns", type=int, default=1, help="runs a cell (default 1)")
+    parser.add_argument(
+        "--against", choices=("naive", "previous"), default="naive", help="what coevo is compared with"
+    )
     args = parser.parse_args()
     store = open_store(args.db)
     since = datetime.fromisoformat(args.since).replace(tzinfo=UTC) if args.since else None
@@ -65,7 +91,7 @@ def main() -> int:
                 .where(Candidate.pair_id == pair.id)
                 .where(col(Candidate.change_kind).in_([TestChangeKind.INSERTED, TestChangeKind.UPDATED]))
                 .order_by(col(Candidate.test_file), col(Candidate.test_method))
-            ).all()[: args.per_pair]
+            ).all()[: args.per_pair or None]
             if not candidates:
                 continue
             changes = list(s.exec(select(MethodChange).where(MethodChange.pair_id == pair.id)).all())
@@ -84,9 +110,16 @@ def main() -> int:
         print("no pair with inserted or updated tests in that window")
         return 2
 
+    request = CurateRequest(
+        backend="local", reruns=args.reruns, test_timeout=args.timeout, build_timeout=args.timeout
+    )
+    if args.against == "previous":
+        return _against_previous(repo, chosen, request)
+    if repo.language != "java":
+        print(f"--against naive runs Maven: {repo.name} is {repo.language} (try --against previous)")
+        return 2
     work = Path(tempfile.mkdtemp(prefix="coevo-bench-curate-"))
     os.environ["COEVO_WORK"] = str(work / "coevo")
-    request = CurateRequest(backend="local", reruns=1, test_timeout=args.timeout, build_timeout=args.timeout)
     started = time.monotonic()
     items: list[tuple[RevisionPair, _Item]] = []
     for pair, candidates, changes, static in chosen:
@@ -119,6 +152,128 @@ def main() -> int:
         print(f"MISMATCH: {mismatches} candidates differ")
         return 1
     return 0
+
+
+def _against_previous(
+    repo: Repository,
+    chosen: list[tuple[RevisionPair, list[Candidate], list[MethodChange], dict]],
+    request: CurateRequest,
+) -> int:
+    """Each pair curated by the new path, then by the previous one, each in a work folder of its
+    own (each builds its revisions; caches shared by content, such as venvs, are paid by the new
+    path, first), and their cells and labels compared."""
+    work = Path(tempfile.mkdtemp(prefix="coevo-bench-curate-"))
+    seconds = {"new": 0.0, "previous": 0.0}
+    candidates = outcomes = labels = initialised = lines = 0
+    decided: Counter[str] = Counter()
+    for pair, pair_candidates, changes, static in chosen:
+        curated: dict[str, dict[int | None, _Item]] = {}
+        took: dict[str, float] = {}
+        for way in ("new", "previous"):
+            os.environ["COEVO_WORK"] = str(work / way)
+            started = time.monotonic()
+            with _previous_path(repo.language) if way == "previous" else nullcontext():
+                items, _ = _PairCurator(repo, pair, pair_candidates, changes, static, request).run()
+            took[way] = time.monotonic() - started
+            seconds[way] += took[way]
+            curated[way] = {item.candidate.id: item for item in items}
+        print(
+            f"pair {pair.id} {pair.rev1[:10]}..{pair.rev2[:10]}: {len(pair_candidates)} candidates, "
+            f"previous {took['previous']:.1f}s, new {took['new']:.1f}s"
+        )
+        for key, new in curated["new"].items():
+            old = curated["previous"][key]
+            candidates += 1
+            decided[_label_name(new)] += 1
+            name = new.candidate.test_method
+            if _label_name(old) != _label_name(new):
+                labels += 1
+                print(f"  label differs: {name}: previous {_label_name(old)}, new {_label_name(new)}")
+            for cell in sorted(set(old.cells) | set(new.cells)):
+                before, after = old.cells.get(cell, Cell()), new.cells.get(cell, Cell())
+                if before.outcome != after.outcome:
+                    outcomes += 1
+                    print(f"  {cell} differs: {name}: previous {before.outcome}, new {after.outcome}")
+                    continue
+                was = before.coverage.lines if before.coverage else {}
+                now = after.coverage.lines if after.coverage else {}
+                if was == now:
+                    continue
+                if all(covered <= was.get(path, frozenset()) for path, covered in now.items()):
+                    initialised += 1  # lines a class's initialisation ran for an earlier test
+                    continue
+                lines += 1
+                print(f"  {cell} lines differ: {name}: previous {_count(was)} lines, new {_count(now)}")
+    shutil.rmtree(work, ignore_errors=True)
+    print(
+        f"{candidates} candidates from {len(chosen)} pairs ({repo.language}): {dict(decided.most_common())}"
+    )
+    for way, took in seconds.items():
+        print(f"{way}: {took:.1f}s ({took / max(candidates, 1):.1f}s per candidate, builds included)")
+    print(f"cells whose new lines lack only lines of a class's initialisation: {initialised}")
+    print(f"cells whose lines differ otherwise: {lines}; outcomes that differ: {outcomes}; labels: {labels}")
+    print(f"speedup: {seconds['previous'] / max(seconds['new'], 1e-9):.2f}x")
+    return 1 if outcomes or labels else 0
+
+
+def _count(lines: dict[str, frozenset[int]]) -> int:
+    return sum(len(numbers) for numbers in lines.values())
+
+
+@contextmanager
+def _previous_path(language: str) -> Iterator[None]:
+    """Curation's runs as coevo ran them before issue 30, in this process until the block ends."""
+    if language == "java":
+        batched = MavenTool.run_tests
+
+        def one_jvm_each(
+            self: MavenTool,
+            sandbox: Any,
+            spec: Any,
+            tests: Sequence[str],
+            timeout: float,
+            coverage: bool = False,
+            module: str | None = None,
+            extra_classpath: Sequence[str] = (),
+        ) -> TestRun:
+            if not coverage:
+                return batched(self, sandbox, spec, tests, timeout, coverage, module, extra_classpath)
+            runs = [
+                batched(self, sandbox, spec, [test], timeout, True, module, extra_classpath)
+                for test in dict.fromkeys(tests)
+            ]
+            measured = {test: lines for run in runs for test, lines in run.coverage.items()}
+            return TestRun(tuple(run.results[0] for run in runs), measured, runs[-1].log)
+
+        MavenTool.run_tests = one_jvm_each  # type: ignore[method-assign]
+        try:
+            yield
+        finally:
+            MavenTool.run_tests = batched  # type: ignore[method-assign]
+        return
+    plugin, read, python = pytest_tool._PLUGIN_SOURCE, pytest_tool._read_coverage, pytest_tool.venv_python
+    used: list[Path] = []
+
+    def remembered(venv: Path) -> Path:
+        used.append(venv_python(venv))
+        return used[-1]
+
+    def reader_first(scratch: Path, worktree: Path) -> dict:
+        if (scratch / "coverage.data").is_file():
+            (scratch / "read_coverage.py").write_text(_READER)
+            reader = [str(used[-1]), str(scratch / "read_coverage.py"), str(scratch / "coverage.data")]
+            subprocess.run(
+                [*reader, str(scratch / "coverage.json")], cwd=worktree, capture_output=True, check=False
+            )
+        return read(scratch, worktree)
+
+    pytest_tool._PLUGIN_SOURCE = plugin.replace("def pytest_unconfigure(", "def _not_a_hook(")
+    pytest_tool._read_coverage = reader_first
+    pytest_tool.venv_python = remembered
+    try:
+        yield
+    finally:
+        pytest_tool._PLUGIN_SOURCE, pytest_tool._read_coverage, pytest_tool.venv_python = plugin, read, python
 
 
 def _naive(repo: Path, pair: RevisionPair, item: _Item, root: Path, timeout: float) -> dict[str, str]:
