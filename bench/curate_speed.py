@@ -18,9 +18,12 @@ curated before issue 30 (kept here only, selected by :func:`_previous_path`):
   JVM's), not one for the batch with the lines taken between tests;
 * Python: each test's lines are read from coverage.py's data by **a reader process** of their
   own after the tests' process, not by coevo's plugin at the end of it;
+* both: a pair's **own-revision cells (NN, OO) run file by file**, as the cross cells do, not in
+  one batch for all the pair's test files;
 
 it prints, per candidate, every cell whose outcome or production lines differ and every label
-that differs, the seconds of each path per pair and candidate and ``speedup: N.Nx``, and exits 1
+that differs, the seconds of each path per pair and candidate, where they went (builds, own
+tests, cross cells, the rest) and ``speedup: N.Nx``, and exits 1
 when an outcome or a label differs. Lines that only the previous path has and that a class's
 static initialisation runs (in one JVM, the first test that loads a class runs them) are
 counted apart: curation finds the changed fields and constants a test reaches without them.
@@ -43,7 +46,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
@@ -52,11 +55,13 @@ from typing import Any
 from python_coverage_speed import _READER  # beside this file: the reader process coevo ran before
 from sqlmodel import col, select
 
+import curation.curate as curate_module
 from curation.classify import cells_for
 from curation.curate import CurateRequest, _Item, _label_name, _PairCurator
 from curation.matrix import Cell
 from runners import FolderTree, GitTree, LocalSandbox, Outcome, detect_env, export_revision, parse_junit_xml
 from runners.buildtools import TestRun
+from runners.environments.sides import Side
 from runners.java.jdk import choose_jdk
 from runners.java.maven import SKIP_PROPERTIES, MavenTool, maven_repository
 from runners.python import pytest_tool
@@ -164,6 +169,7 @@ def _against_previous(
     path, first), and their cells and labels compared."""
     work = Path(tempfile.mkdtemp(prefix="coevo-bench-curate-"))
     seconds = {"new": 0.0, "previous": 0.0}
+    spent: dict[str, Counter[str]] = {"new": Counter(), "previous": Counter()}
     candidates = outcomes = labels = initialised = lines = 0
     decided: Counter[str] = Counter()
     for pair, pair_candidates, changes, static in chosen:
@@ -172,7 +178,7 @@ def _against_previous(
         for way in ("new", "previous"):
             os.environ["COEVO_WORK"] = str(work / way)
             started = time.monotonic()
-            with _previous_path(repo.language) if way == "previous" else nullcontext():
+            with _previous_path(repo.language) if way == "previous" else nullcontext(), _clocked(spent[way]):
                 items, _ = _PairCurator(repo, pair, pair_candidates, changes, static, request).run()
             took[way] = time.monotonic() - started
             seconds[way] += took[way]
@@ -209,11 +215,42 @@ def _against_previous(
         f"{candidates} candidates from {len(chosen)} pairs ({repo.language}): {dict(decided.most_common())}"
     )
     for way, took in seconds.items():
-        print(f"{way}: {took:.1f}s ({took / max(candidates, 1):.1f}s per candidate, builds included)")
+        parts = ", ".join(
+            f"{phase} {spent[way][phase]:.1f}s" for phase in ("builds", "own tests", "cross cells")
+        )
+        rest = took - sum(spent[way].values())
+        each = f"{took / max(candidates, 1):.1f}s per candidate, {took / len(chosen):.1f}s per pair"
+        print(f"{way}: {took:.1f}s ({each})")
+        print(f"  {parts}, the rest (static checks, verdicts) {rest:.1f}s")
     print(f"cells whose new lines lack only lines of a class's initialisation: {initialised}")
     print(f"cells whose lines differ otherwise: {lines}; outcomes that differ: {outcomes}; labels: {labels}")
     print(f"speedup: {seconds['previous'] / max(seconds['new'], 1e-9):.2f}x")
     return 1 if outcomes or labels else 0
+
+
+@contextmanager
+def _clocked(spent: Counter[str]) -> Iterator[None]:
+    """Seconds spent building revisions, running their own tests (NN, OO) and running another
+    revision's test file (NO, ON: its compilation or copy included), added to ``spent``."""
+    originals = (curate_module.prepare_revision, Side.run, Side.run_cross)
+
+    def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.monotonic()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                spent[phase] += time.monotonic() - started
+
+        return run
+
+    curate_module.prepare_revision = timed("builds", originals[0])  # type: ignore[assignment]
+    Side.run = timed("own tests", originals[1])  # type: ignore[method-assign]
+    Side.run_cross = timed("cross cells", originals[2])  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        curate_module.prepare_revision, Side.run, Side.run_cross = originals  # type: ignore[method-assign]
 
 
 def _count(lines: dict[str, frozenset[int]]) -> int:
@@ -223,6 +260,18 @@ def _count(lines: dict[str, frozenset[int]]) -> int:
 @contextmanager
 def _previous_path(language: str) -> Iterator[None]:
     """Curation's runs as coevo ran them before issue 30, in this process until the block ends."""
+    batched_matrix = _PairCurator._run_matrix
+    _PairCurator._run_matrix = _per_file_matrix  # type: ignore[method-assign]
+    try:
+        with _previous_runs(language):
+            yield
+    finally:
+        _PairCurator._run_matrix = batched_matrix  # type: ignore[method-assign]
+
+
+@contextmanager
+def _previous_runs(language: str) -> Iterator[None]:
+    """The runners' previous ways of measuring coverage (a JVM per Java test, a reader process)."""
     if language == "java":
         batched = MavenTool.run_tests
 
@@ -274,6 +323,55 @@ def _previous_path(language: str) -> Iterator[None]:
         yield
     finally:
         pytest_tool._PLUGIN_SOURCE, pytest_tool._read_coverage, pytest_tool.venv_python = plugin, read, python
+
+
+def _per_file_matrix(self: _PairCurator, items: Sequence[_Item], old_side: Side, new_side: Side) -> None:
+    """The matrix as coevo ran it before: every cell file by file (the NN and OO cells too)."""
+    reruns = max(1, self.request.reruns)
+    timeout = self.request.test_timeout
+    pair_tag = f"p{self.pair.id}"
+    by_file: dict[str, list[_Item]] = {}
+    for item in items:
+        by_file.setdefault(item.candidate.test_file, []).append(item)
+        for cell in cells_for(item.candidate.change_kind):
+            item.cells[cell] = Cell()
+    for file_index, (test_file, group) in enumerate(sorted(by_file.items())):
+        old_file = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
+        new_content = self.show(self.pair.rev2, test_file) or b""
+        old_content = self.show(self.pair.rev1, old_file) if old_file else None
+        tag = f"{pair_tag}_{file_index}"
+
+        def ids(cell: str, old: bool, members: Sequence[_Item] = group) -> list[tuple[_Item, str]]:
+            """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
+            decides the verdict, and every further run would cost the whole timeout)."""
+            chosen = [
+                (i, i.old_id if old else i.new_id)
+                for i in members
+                if cell in i.cells and not any(c.timed_out for c in i.cells.values())
+            ]
+            return [(i, test) for i, test in chosen if test is not None]
+
+        for attempt in range(reruns):
+            first = attempt == 0
+            wanted = ids("NN", old=False)
+            if wanted:
+                self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
+            wanted = ids("NO", old=False)
+            if wanted:
+                run = old_side.run_cross(test_file, new_content, [t for _, t in wanted], f"{tag}_NO", timeout)
+                self._record("NO", wanted, run)
+            wanted = ids("OO", old=True)
+            if wanted:
+                self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
+            wanted = ids("ON", old=True)
+            if wanted and old_file is not None and old_content is not None:
+                run = new_side.run_cross(
+                    old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
+                )
+                self._record("ON", wanted, run)
+        self._check_copy_names(ids("NO", old=False), "NO", test_file, new_content, tag, new_side)
+        if old_file is not None and old_content is not None:
+            self._check_copy_names(ids("ON", old=True), "ON", old_file, old_content, tag, old_side)
 
 
 def _naive(repo: Path, pair: RevisionPair, item: _Item, root: Path, timeout: float) -> dict[str, str]:

@@ -586,45 +586,55 @@ class _PairCurator:
             by_file.setdefault(item.candidate.test_file, []).append(item)
             for cell in cells_for(item.candidate.change_kind):
                 item.cells[cell] = Cell()
+        files = []
         for file_index, (test_file, group) in enumerate(sorted(by_file.items())):
             old_file = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
             new_content = self.show(self.pair.rev2, test_file) or b""
             old_content = self.show(self.pair.rev1, old_file) if old_file else None
-            tag = f"{pair_tag}_{file_index}"
+            files.append((test_file, group, old_file, new_content, old_content, f"{pair_tag}_{file_index}"))
 
-            def ids(cell: str, old: bool, members: Sequence[_Item] = group) -> list[tuple[_Item, str]]:
-                """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
-                decides the verdict, and every further run would cost the whole timeout)."""
-                chosen = [
-                    (i, i.old_id if old else i.new_id)
-                    for i in members
-                    if cell in i.cells and not any(c.timed_out for c in i.cells.values())
-                ]
-                return [(i, test) for i, test in chosen if test is not None]
+        def ids(cell: str, old: bool, members: Sequence[_Item] = items) -> list[tuple[_Item, str]]:
+            """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
+            decides the verdict, and every further run would cost the whole timeout)."""
+            chosen = [
+                (i, i.old_id if old else i.new_id)
+                for i in members
+                if cell in i.cells and not any(c.timed_out for c in i.cells.values())
+            ]
+            return [(i, test) for i, test in chosen if test is not None]
 
-            for attempt in range(reruns):
-                first = attempt == 0
-                wanted = ids("NN", old=False)
-                if wanted:
-                    self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
-                wanted = ids("NO", old=False)
+        # A revision's own tests (NN, OO) run in one batch for all the pair's test files; a cross
+        # cell runs another revision's file in place of this one's, one file at a time.
+        for attempt in range(reruns):
+            first = attempt == 0
+            wanted = ids("NN", old=False)
+            if wanted:
+                self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
+            for test_file, group, _, new_content, _, tag in files:
+                wanted = ids("NO", old=False, members=group)
                 if wanted:
                     run = old_side.run_cross(
                         test_file, new_content, [t for _, t in wanted], f"{tag}_NO", timeout
                     )
                     self._record("NO", wanted, run)
-                wanted = ids("OO", old=True)
-                if wanted:
-                    self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
-                wanted = ids("ON", old=True)
+            wanted = ids("OO", old=True)
+            if wanted:
+                self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
+            for _, group, old_file, _, old_content, tag in files:
+                wanted = ids("ON", old=True, members=group)
                 if wanted and old_file is not None and old_content is not None:
                     run = new_side.run_cross(
                         old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
                     )
                     self._record("ON", wanted, run)
-            self._check_copy_names(ids("NO", old=False), "NO", test_file, new_content, tag, new_side)
+        for test_file, group, old_file, new_content, old_content, tag in files:
+            self._check_copy_names(
+                ids("NO", old=False, members=group), "NO", test_file, new_content, tag, new_side
+            )
             if old_file is not None and old_content is not None:
-                self._check_copy_names(ids("ON", old=True), "ON", old_file, old_content, tag, old_side)
+                self._check_copy_names(
+                    ids("ON", old=True, members=group), "ON", old_file, old_content, tag, old_side
+                )
 
     def _check_copy_names(
         self,
