@@ -223,6 +223,9 @@ class _Launch:
     log: ExecResult
     run_dir: str
     """Its folder in the sandbox (arguments, reports, JaCoCo data)."""
+    unfinished: str | None = None
+    """The test that started and never finished (it hung or ended the JVM; by reported id), when
+    some test asked for was not reported."""
 
 
 @dataclass(frozen=True)
@@ -407,10 +410,9 @@ class MavenTool:
         with ``extra_classpath`` in multi-module projects). ``extra_classpath``
         (worktree-relative or absolute) goes first, ahead of the module's own classes.
         ``timeout`` bounds each launcher run: one for all tests of a module. With ``coverage`` each
-        test also gets its covered lines, taken between tests in that one JVM (:meth:`_one_jvm`).
-        A test that hung or ended the JVM costs the others nothing: it runs again alone, and the
-        rest of the batch again in one JVM; without ``coverage`` too (the batch runs again
-        measured, which names that test).
+        test also gets its covered lines, taken between tests in that one JVM. A test that hung or
+        ended the JVM costs the others nothing: it runs again alone, and the rest of the batch
+        again in one JVM (:meth:`_one_jvm`).
         """
         jdk, _ = self.toolchain(spec)
         extra = [_absolute(sandbox.workdir, entry) for entry in extra_classpath]
@@ -430,23 +432,10 @@ class MavenTool:
                 groups.setdefault(found[0], []).append(found[1])
         for test_module, ids in groups.items():
             classpath = [*extra, *built[test_module]]
-            if not coverage:
-                launch = self._launch(sandbox, jdk, test_module, classpath, ids, timeout, None)
-                log = launch.log
-                lost = [test_id for test_id in ids if test_id.reported not in launch.results]
-                if len(ids) == 1 or not lost:
-                    results.update((test_id.requested, _outcome(test_id, launch)) for test_id in ids)
-                    continue
-                results.update((t.requested, _outcome(t, launch)) for t in ids if t not in lost)
-                # Tests the launcher did not report: one may have hung or ended the JVM (no engine
-                # that ran it wrote its report). They run again as a measured batch does, which
-                # names that test; their lines are not kept.
-                ids = lost
-            scope = self._coverage_scope(sandbox, classpath)
+            scope = self._coverage_scope(sandbox, classpath) if coverage else None
             outcomes, lines, last = self._one_jvm(sandbox, jdk, test_module, classpath, ids, timeout, scope)
             results.update(outcomes)
-            if coverage:
-                coverages.update(lines)
+            coverages.update(lines)
             log = last or log
         ordered = tuple(results[test] for test in dict.fromkeys(tests))
         return TestRun(results=ordered, coverage=coverages, log=log)
@@ -459,13 +448,14 @@ class MavenTool:
         classpath: Sequence[str],
         ids: Sequence[_TestId],
         timeout: float,
-        scope: _CoverageScope,
+        scope: _CoverageScope | None,
     ) -> tuple[dict[str, TestResult], dict[str, Coverage], ExecResult | None]:
-        """``ids`` measured in one JVM: each one's result and lines (by requested id), and the last
-        run's log. A test that hung or ended that JVM runs again alone, and the rest of the batch
-        again in one JVM (the tests before it too: the run reported nothing), until every test
-        is measured; when the run does not say which test ended it, each test it did not measure
-        runs alone."""
+        """``ids`` run in one JVM (measured with ``scope``): each one's result and lines (by
+        requested id), and the last run's log. A test that hung or ended that JVM runs again
+        alone, and the rest of the batch again in one JVM (the tests before it too: the run
+        reported nothing). Measured, every test gets its lines so: when the run does not say which
+        test ended it, each test it did not measure runs alone; unmeasured, a run that names no
+        such test is kept as it is (a test it did not report is absent, or timed out with it)."""
         results: dict[str, TestResult] = {}
         coverages: dict[str, Coverage] = {}
         log: ExecResult | None = None
@@ -480,13 +470,17 @@ class MavenTool:
                 result = _outcome(test_id, launch)
                 if len(batch) == 1 or (
                     test_id.reported in launch.results
-                    and (test_id.reported in measured or result.outcome == Outcome.SKIPPED)
+                    and (scope is None or test_id.reported in measured or result.outcome == Outcome.SKIPPED)
                 ):
                     results[test_id.requested] = result
-                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                    if scope is not None:
+                        coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
                 else:
                     lost.append(test_id)
             culprit = next((t for t in lost if t.reported == unfinished), None)
+            if culprit is None and scope is None:
+                results.update((test_id.requested, _outcome(test_id, launch)) for test_id in lost)
+                break
             # The test that hung or ended the JVM runs alone; the others again together. When
             # the run does not name it, each runs alone (one per JVM: nothing is lost).
             alone = [culprit] if culprit is not None else lost
@@ -496,7 +490,8 @@ class MavenTool:
                 )
                 log = launch.log
                 results[test_id.requested] = _outcome(test_id, launch)
-                coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
+                if scope is not None:
+                    coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
             batch = [t for t in lost if t not in alone]
         return results, coverages, log
 
@@ -815,21 +810,19 @@ class MavenTool:
         timeout: float,
         scope: _CoverageScope | None,
     ) -> _Launch:
-        """One console launcher run of ``tests``; with ``scope``, under JaCoCo's agent, whose data
-        coevo's listener takes after each test into the run folder's ``per-test`` folder
-        (:meth:`_per_test_lines` reads it)."""
+        """One console launcher run of ``tests``. coevo's listener notes in the run folder's
+        ``per-test`` folder each test as it starts and ends (:func:`_unfinished`); with ``scope``,
+        under JaCoCo's agent, it also takes each test's data there (:meth:`_per_test_lines`)."""
         run = f"{STATE_DIR}/runs/{uuid.uuid4().hex}"
         run_dir = _absolute(sandbox.workdir, run)
         console = self._tool_path(_console_tool(classpath))
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
-        agent: list[str] = []
+        # coevo's listener notes each test's start and end (and, with the agent, takes its data).
+        jvm_classpath.append(self._per_test_coverage(jdk))
+        agent = [f"-Dcoevo.coverage.dir={run_dir}/per-test", "-Dcoevo.coverage.lines=false"]
         if scope is not None:
-            jvm_classpath.append(self._per_test_coverage(jdk))
             agent_jar = self._tool_path("jacoco-agent")
-            agent = [
-                f"-javaagent:{agent_jar}=output=none,includes={scope.includes}",
-                f"-Dcoevo.coverage.dir={run_dir}/per-test",
-            ]
+            agent = [f"-javaagent:{agent_jar}=output=none,includes={scope.includes}", agent[0]]
         classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
         basedir = _absolute(sandbox.workdir, module)
         command = [
@@ -881,9 +874,12 @@ class MavenTool:
             class_name, _, method = result.test.partition("#")
             key = f"{class_name}#{method.split('[')[0]}"  # JUnit 4 Parameterized: "addsZero[1]"
             results[key] = _merge(results.get(key), TestResult(key, *_rest(result)))
+        unfinished = None
+        if log.timed_out or any(test.reported not in results for test in tests):
+            unfinished = _unfinished(sandbox, f"{run_dir}/per-test")
         if scope is None:
             sandbox.exec(["rm", "-rf", run_dir], 60)
-        return _Launch(results, log, run_dir)
+        return _Launch(results, log, run_dir, unfinished)
 
     def _coverage_scope(self, sandbox: Sandbox, classpath: Sequence[str]) -> _CoverageScope:
         """Which of the classpath's ``target/classes`` folders hold classes, and their packages."""
@@ -918,13 +914,13 @@ class MavenTool:
         classpath: Sequence[str],
         tests: Sequence[_TestId],
         timeout: float,
-        scope: _CoverageScope,
+        scope: _CoverageScope | None,
     ) -> tuple[_Launch, dict[str, Coverage], str | None]:
-        """One launcher run of ``tests`` under the coverage agent, each measured test's lines, and
-        the test that started and never finished (it hung or ended the JVM; by reported id)."""
+        """One launcher run of ``tests`` (under the coverage agent with ``scope``), each measured
+        test's lines, and the test that started and never finished (by reported id)."""
         launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope)
-        unfinished = _unfinished(sandbox, f"{launch.run_dir}/per-test")
-        return launch, self._per_test_lines(sandbox, jdk, launch, scope), unfinished
+        lines = self._per_test_lines(sandbox, jdk, launch, scope) if scope is not None else {}
+        return launch, lines, launch.unfinished
 
     def _per_test_lines(
         self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope

@@ -8,7 +8,8 @@
 // test; what ran after a class's last test (its tear-down) is dropped. coevo turns Jupiter's
 // parallel execution off for these runs: tests running at once would share their data. Before
 // each test method it appends "class#method" to started.tsv: a test that started and never
-// finished hung or ended the JVM, and coevo runs it alone and the rest of the batch again.
+// finished hung or ended the JVM, and coevo runs it alone and the rest of the batch again. With
+// coevo.coverage.lines=false (a run without the agent) it only notes each test's start and end.
 //
 // PerTestCoverage.Lines (a main, run in a JVM of its own with JaCoCo's command-line jar) reads
 // such a folder and writes, per test, the lines each source file had covered:
@@ -48,11 +49,13 @@ import org.junit.platform.launcher.TestIdentifier;
 
 public final class PerTestCoverage implements TestExecutionListener {
     private final Path folder;
+    private final boolean lines;
     private int taken;
 
     public PerTestCoverage() {
         String configured = System.getProperty("coevo.coverage.dir");
         folder = configured == null ? null : Paths.get(configured);
+        lines = !"false".equals(System.getProperty("coevo.coverage.lines"));
     }
 
     @Override
@@ -85,7 +88,7 @@ public final class PerTestCoverage implements TestExecutionListener {
             if (source.get() instanceof MethodSource) {
                 MethodSource method = (MethodSource) source.get();
                 take(method.getClassName() + "#" + method.getMethodName());
-            } else if (source.get() instanceof ClassSource) {
+            } else if (source.get() instanceof ClassSource && lines) {
                 RT.getAgent().reset();
             }
         } catch (IOException | IllegalStateException e) {
@@ -94,11 +97,13 @@ public final class PerTestCoverage implements TestExecutionListener {
     }
 
     private synchronized void take(String key) throws IOException {
-        IAgent agent = RT.getAgent();
-        byte[] data = agent.getExecutionData(true);
         int number = taken++;
-        Files.createDirectories(folder);
-        Files.write(folder.resolve(number + ".exec"), data);
+        if (lines) {
+            IAgent agent = RT.getAgent();
+            byte[] data = agent.getExecutionData(true);
+            Files.createDirectories(folder);
+            Files.write(folder.resolve(number + ".exec"), data);
+        }
         append("index.tsv", number + "\t" + oneLine(key));
     }
 

@@ -300,6 +300,7 @@ def test_per_test_coverage_comes_from_one_jvm_and_a_test_ending_it_or_hanging_co
         # and the rest of the batch ran again together, b after a as before.
         assert (outcomes[c], outcomes[e]) == (Outcome.ABSENT, Outcome.TIMEOUT)
         assert run.coverage[c].lines == run.coverage[e].lines == {}
+        assert _runs(jupiter, "one-jvm-hostile") == ["c", "c", "e", "e"]  # in its batch, then alone
 
 
 @pytest.mark.maven
@@ -314,12 +315,17 @@ def test_a_test_ending_the_jvm_or_hanging_costs_the_others_nothing_without_cover
     assert (outcomes[a], outcomes[b], outcomes[d], outcomes[f]) == (Outcome.PASS,) * 4
     assert (outcomes[c], outcomes[e]) == (Outcome.ABSENT, Outcome.TIMEOUT)
     assert run.coverage == {}
+    # The listener named the test that cut each run short: it ran alone once, and no more.
+    assert _runs(jupiter, "one-jvm-hostile-unmeasured") == ["c", "c", "e", "e"]
 
 
 def _one_jvm_tests(jupiter: Built, hostile: bool, folder: str) -> tuple[list[str], str]:
-    """ONE_JVM_TEST's methods, clean or hostile, compiled into ``.coevo/cross-<folder>``."""
-    source = ONE_JVM_TEST.replace("EXIT", "System.exit(0)" if hostile else "Calc.div(4, 2)")
-    source = source.replace("HANG", "Thread.sleep(600_000)" if hostile else "Calc.div(6, 3)")
+    """ONE_JVM_TEST's methods, clean or hostile, compiled into ``.coevo/cross-<folder>``. The
+    hostile ones note each of their runs in ``<folder>.runs`` in the worktree (:func:`_runs`)."""
+    note = f'java.nio.file.Files.write(java.nio.file.Paths.get("{folder}.runs"), "%s\\n".getBytes(), '
+    note += "java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.APPEND);"
+    source = ONE_JVM_TEST.replace("EXIT", note % "c" + "System.exit(0)" if hostile else "Calc.div(4, 2)")
+    source = source.replace("HANG", note % "e" + "Thread.sleep(600_000)" if hostile else "Calc.div(6, 3)")
     out = _beside(jupiter, folder, "OneJvmTest", source)
     names = (
         "a_adds",
@@ -330,6 +336,11 @@ def _one_jvm_tests(jupiter: Built, hostile: bool, folder: str) -> tuple[list[str
         "f_dividesLast",
     )
     return [f"demo.OneJvmTest#{m}" for m in names], out
+
+
+def _runs(jupiter: Built, folder: str) -> list[str]:
+    """Which hostile tests ran, once a line per run, in order."""
+    return (jupiter.box.read_file(f"{folder}.runs") or b"").decode().split()
 
 
 PARALLEL_TEST = """package demo;
