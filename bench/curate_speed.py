@@ -39,6 +39,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import shutil
 import subprocess
@@ -55,7 +56,6 @@ from typing import Any
 from python_coverage_speed import _READER  # beside this file: the reader process coevo ran before
 from sqlmodel import col, select
 
-import curation.curate as curate_module
 from curation.classify import cells_for
 from curation.curate import CurateRequest, _Item, _label_name, _PairCurator
 from curation.matrix import Cell
@@ -232,6 +232,7 @@ def _against_previous(
 def _clocked(spent: Counter[str]) -> Iterator[None]:
     """Seconds spent building revisions, running their own tests (NN, OO) and running another
     revision's test file (NO, ON: its compilation or copy included), added to ``spent``."""
+    curate_module = importlib.import_module("curation.curate")  # the package's curate is a function
     originals = (curate_module.prepare_revision, Side.run, Side.run_cross)
 
     def timed(phase: str, function: Callable[..., Any]) -> Callable[..., Any]:
