@@ -261,13 +261,18 @@ def _count(lines: dict[str, frozenset[int]]) -> int:
 @contextmanager
 def _previous_path(language: str) -> Iterator[None]:
     """Curation's runs as coevo ran them before issue 30, in this process until the block ends."""
-    batched_matrix = _PairCurator._run_matrix
-    _PairCurator._run_matrix = _per_file_matrix  # type: ignore[method-assign]
+    batched = _PairCurator._run_cells
+
+    def file_by_file(self: _PairCurator, files: Sequence[Any], old_side: Side, new_side: Side) -> None:
+        for file in files:  # every cell, NN and OO too, one test file at a time
+            batched(self, [file], old_side, new_side)
+
+    _PairCurator._run_cells = file_by_file  # type: ignore[method-assign]
     try:
         with _previous_runs(language):
             yield
     finally:
-        _PairCurator._run_matrix = batched_matrix  # type: ignore[method-assign]
+        _PairCurator._run_cells = batched  # type: ignore[method-assign]
 
 
 @contextmanager
@@ -283,14 +288,12 @@ def _previous_runs(language: str) -> Iterator[None]:
             tests: Sequence[str],
             timeout: float,
             coverage: bool = False,
-            module: str | None = None,
-            extra_classpath: Sequence[str] = (),
+            **rest: Any,
         ) -> TestRun:
             if not coverage:
-                return batched(self, sandbox, spec, tests, timeout, coverage, module, extra_classpath)
+                return batched(self, sandbox, spec, tests, timeout, False, **rest)
             runs = [
-                batched(self, sandbox, spec, [test], timeout, True, module, extra_classpath)
-                for test in dict.fromkeys(tests)
+                batched(self, sandbox, spec, [test], timeout, True, **rest) for test in dict.fromkeys(tests)
             ]
             measured = {test: lines for run in runs for test, lines in run.coverage.items()}
             return TestRun(tuple(run.results[0] for run in runs), measured, runs[-1].log)
@@ -324,55 +327,6 @@ def _previous_runs(language: str) -> Iterator[None]:
         yield
     finally:
         pytest_tool._PLUGIN_SOURCE, pytest_tool._read_coverage, pytest_tool.venv_python = plugin, read, python
-
-
-def _per_file_matrix(self: _PairCurator, items: Sequence[_Item], old_side: Side, new_side: Side) -> None:
-    """The matrix as coevo ran it before: every cell file by file (the NN and OO cells too)."""
-    reruns = max(1, self.request.reruns)
-    timeout = self.request.test_timeout
-    pair_tag = f"p{self.pair.id}"
-    by_file: dict[str, list[_Item]] = {}
-    for item in items:
-        by_file.setdefault(item.candidate.test_file, []).append(item)
-        for cell in cells_for(item.candidate.change_kind):
-            item.cells[cell] = Cell()
-    for file_index, (test_file, group) in enumerate(sorted(by_file.items())):
-        old_file = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
-        new_content = self.show(self.pair.rev2, test_file) or b""
-        old_content = self.show(self.pair.rev1, old_file) if old_file else None
-        tag = f"{pair_tag}_{file_index}"
-
-        def ids(cell: str, old: bool, members: Sequence[_Item] = group) -> list[tuple[_Item, str]]:
-            """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
-            decides the verdict, and every further run would cost the whole timeout)."""
-            chosen = [
-                (i, i.old_id if old else i.new_id)
-                for i in members
-                if cell in i.cells and not any(c.timed_out for c in i.cells.values())
-            ]
-            return [(i, test) for i, test in chosen if test is not None]
-
-        for attempt in range(reruns):
-            first = attempt == 0
-            wanted = ids("NN", old=False)
-            if wanted:
-                self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
-            wanted = ids("NO", old=False)
-            if wanted:
-                run = old_side.run_cross(test_file, new_content, [t for _, t in wanted], f"{tag}_NO", timeout)
-                self._record("NO", wanted, run)
-            wanted = ids("OO", old=True)
-            if wanted:
-                self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
-            wanted = ids("ON", old=True)
-            if wanted and old_file is not None and old_content is not None:
-                run = new_side.run_cross(
-                    old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
-                )
-                self._record("ON", wanted, run)
-        self._check_copy_names(ids("NO", old=False), "NO", test_file, new_content, tag, new_side)
-        if old_file is not None and old_content is not None:
-            self._check_copy_names(ids("ON", old=True), "ON", old_file, old_content, tag, old_side)
 
 
 def _naive(repo: Path, pair: RevisionPair, item: _Item, root: Path, timeout: float) -> dict[str, str]:

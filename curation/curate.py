@@ -332,6 +332,30 @@ class _Item:
     name on its own revision too (:meth:`_PairCurator._check_copy_names`)."""
 
 
+@dataclass(frozen=True)
+class _TestFile:
+    """A test file the pair changed, with its candidates and both versions."""
+
+    path: str
+    items: list[_Item]
+    content: bytes
+    old_path: str | None
+    old_content: bytes | None
+    tag: str
+    """Names its cross cells' classes or copies (``p<pair>_<index>``)."""
+
+
+def _runnable(items: Sequence[_Item], cell: str, old: bool) -> list[tuple[_Item, str]]:
+    """The tests of ``items`` that run in ``cell``: none whose run timed out in any cell (a timeout
+    decides the verdict, and every further run would cost the whole timeout)."""
+    chosen = [
+        (item, item.old_id if old else item.new_id)
+        for item in items
+        if cell in item.cells and not any(c.timed_out for c in item.cells.values())
+    ]
+    return [(item, test) for item, test in chosen if test is not None]
+
+
 _BUSY = False
 """Whether this worker process is curating a pair."""
 _STOPPING = False
@@ -578,63 +602,54 @@ class _PairCurator:
     # --- the matrix ---------------------------------------------------------------------------------
 
     def _run_matrix(self, items: Sequence[_Item], old_side: Side, new_side: Side) -> None:
-        reruns = max(1, self.request.reruns)
-        timeout = self.request.test_timeout
-        pair_tag = f"p{self.pair.id}"
         by_file: dict[str, list[_Item]] = {}
         for item in items:
             by_file.setdefault(item.candidate.test_file, []).append(item)
             for cell in cells_for(item.candidate.change_kind):
                 item.cells[cell] = Cell()
         files = []
-        for file_index, (test_file, group) in enumerate(sorted(by_file.items())):
-            old_file = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
-            new_content = self.show(self.pair.rev2, test_file) or b""
-            old_content = self.show(self.pair.rev1, old_file) if old_file else None
-            files.append((test_file, group, old_file, new_content, old_content, f"{pair_tag}_{file_index}"))
+        for index, (path, group) in enumerate(sorted(by_file.items())):
+            old_path = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
+            content = self.show(self.pair.rev2, path) or b""
+            old_content = self.show(self.pair.rev1, old_path) if old_path else None
+            files.append(_TestFile(path, group, content, old_path, old_content, f"p{self.pair.id}_{index}"))
+        self._run_cells(files, old_side, new_side)
 
-        def ids(cell: str, old: bool, members: Sequence[_Item] = items) -> list[tuple[_Item, str]]:
-            """The tests that run in ``cell``: none whose run timed out in any cell (a timeout
-            decides the verdict, and every further run would cost the whole timeout)."""
-            chosen = [
-                (i, i.old_id if old else i.new_id)
-                for i in members
-                if cell in i.cells and not any(c.timed_out for c in i.cells.values())
-            ]
-            return [(i, test) for i, test in chosen if test is not None]
-
-        # A revision's own tests (NN, OO) run in one batch for all the pair's test files; a cross
-        # cell runs another revision's file in place of this one's, one file at a time.
-        for attempt in range(reruns):
+    def _run_cells(self, files: Sequence[_TestFile], old_side: Side, new_side: Side) -> None:
+        """Every cell of ``files``' candidates, ``reruns`` times. A revision's own tests (NN, OO) run
+        in one batch for all of ``files``; a cross cell runs another revision's file in place of
+        this one's, one file at a time."""
+        timeout = self.request.test_timeout
+        every = [item for file in files for item in file.items]
+        for attempt in range(max(1, self.request.reruns)):
             first = attempt == 0
-            wanted = ids("NN", old=False)
+            wanted = _runnable(every, "NN", old=False)
             if wanted:
                 self._record("NN", wanted, new_side.run([t for _, t in wanted], timeout, coverage=first))
-            for test_file, group, _, new_content, _, tag in files:
-                wanted = ids("NO", old=False, members=group)
+            for file in files:
+                wanted = _runnable(file.items, "NO", old=False)
                 if wanted:
                     run = old_side.run_cross(
-                        test_file, new_content, [t for _, t in wanted], f"{tag}_NO", timeout
+                        file.path, file.content, [t for _, t in wanted], f"{file.tag}_NO", timeout
                     )
                     self._record("NO", wanted, run)
-            wanted = ids("OO", old=True)
+            wanted = _runnable(every, "OO", old=True)
             if wanted:
                 self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
-            for _, group, old_file, _, old_content, tag in files:
-                wanted = ids("ON", old=True, members=group)
-                if wanted and old_file is not None and old_content is not None:
+            for file in files:
+                wanted = _runnable(file.items, "ON", old=True)
+                if wanted and file.old_path is not None and file.old_content is not None:
+                    tests = [t for _, t in wanted]
                     run = new_side.run_cross(
-                        old_file, old_content, [t for _, t in wanted], f"{tag}_ON", timeout, coverage=first
+                        file.old_path, file.old_content, tests, f"{file.tag}_ON", timeout, coverage=first
                     )
                     self._record("ON", wanted, run)
-        for test_file, group, old_file, new_content, old_content, tag in files:
-            self._check_copy_names(
-                ids("NO", old=False, members=group), "NO", test_file, new_content, tag, new_side
-            )
-            if old_file is not None and old_content is not None:
-                self._check_copy_names(
-                    ids("ON", old=True, members=group), "ON", old_file, old_content, tag, old_side
-                )
+        for file in files:
+            wanted = _runnable(file.items, "NO", old=False)
+            self._check_copy_names(wanted, "NO", file.path, file.content, file.tag, new_side)
+            if file.old_path is not None and file.old_content is not None:
+                wanted = _runnable(file.items, "ON", old=True)
+                self._check_copy_names(wanted, "ON", file.old_path, file.old_content, file.tag, old_side)
 
     def _check_copy_names(
         self,

@@ -461,9 +461,7 @@ class MavenTool:
         log: ExecResult | None = None
         batch = list(ids)
         while batch:
-            launch, measured, unfinished = self._measured(
-                sandbox, jdk, module, classpath, batch, timeout, scope
-            )
+            launch, measured = self._measured(sandbox, jdk, module, classpath, batch, timeout, scope)
             log = launch.log
             lost: list[_TestId] = []
             for test_id in batch:
@@ -477,7 +475,7 @@ class MavenTool:
                         coverages[test_id.requested] = measured.get(test_id.reported, Coverage())
                 else:
                     lost.append(test_id)
-            culprit = next((t for t in lost if t.reported == unfinished), None)
+            culprit = next((t for t in lost if t.reported == launch.unfinished), None)
             if culprit is None and scope is None:
                 results.update((test_id.requested, _outcome(test_id, launch)) for test_id in lost)
                 break
@@ -485,9 +483,7 @@ class MavenTool:
             # the run does not name it, each runs alone (one per JVM: nothing is lost).
             alone = [culprit] if culprit is not None else lost
             for test_id in alone:
-                launch, measured, _ = self._measured(
-                    sandbox, jdk, module, classpath, [test_id], timeout, scope
-                )
+                launch, measured = self._measured(sandbox, jdk, module, classpath, [test_id], timeout, scope)
                 log = launch.log
                 results[test_id.requested] = _outcome(test_id, launch)
                 if scope is not None:
@@ -819,17 +815,17 @@ class MavenTool:
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
         # coevo's listener notes each test's start and end (and, with the agent, takes its data).
         jvm_classpath.append(self._per_test_coverage(jdk))
-        agent = [f"-Dcoevo.coverage.dir={run_dir}/per-test", "-Dcoevo.coverage.lines=false"]
+        listener = [f"-Dcoevo.coverage.dir={run_dir}/per-test", "-Dcoevo.coverage.lines=false"]
         if scope is not None:
             agent_jar = self._tool_path("jacoco-agent")
-            agent = [f"-javaagent:{agent_jar}=output=none,includes={scope.includes}", agent[0]]
+            listener[1] = f"-javaagent:{agent_jar}=output=none,includes={scope.includes}"
         classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
         basedir = _absolute(sandbox.workdir, module)
         command = [
             str(jdk.java),
             *QUICK_JVM,
             f"-Dbasedir={basedir}",
-            *agent,
+            *listener,
             *classpath_args,
             _CONSOLE_MAIN,
             "execute",
@@ -915,12 +911,12 @@ class MavenTool:
         tests: Sequence[_TestId],
         timeout: float,
         scope: _CoverageScope | None,
-    ) -> tuple[_Launch, dict[str, Coverage], str | None]:
-        """One launcher run of ``tests`` (under the coverage agent with ``scope``), each measured
-        test's lines, and the test that started and never finished (by reported id)."""
+    ) -> tuple[_Launch, dict[str, Coverage]]:
+        """One launcher run of ``tests`` (under the coverage agent with ``scope``) and each measured
+        test's lines."""
         launch = self._launch(sandbox, jdk, module, classpath, tests, timeout, scope)
         lines = self._per_test_lines(sandbox, jdk, launch, scope) if scope is not None else {}
-        return launch, lines, launch.unfinished
+        return launch, lines
 
     def _per_test_lines(
         self, sandbox: Sandbox, jdk: Jdk, launch: _Launch, scope: _CoverageScope
