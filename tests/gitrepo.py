@@ -32,6 +32,10 @@ class GitRepo:
             "GIT_COMMITTER_EMAIL": "ada@example.org",
             "GIT_CONFIG_GLOBAL": os.devnull,
             "GIT_CONFIG_SYSTEM": os.devnull,
+            # No background upkeep after each commit: a tiny history never needs it.
+            "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "maintenance.auto",
+            "GIT_CONFIG_VALUE_0": "false",
         }
         if date:
             env["GIT_AUTHOR_DATE"] = env["GIT_COMMITTER_DATE"] = date
@@ -57,17 +61,22 @@ class GitRepo:
         for old, new in (renames or {}).items():
             (self.path / new).parent.mkdir(parents=True, exist_ok=True)
             self.git("mv", old, new)
+        written, removed = [], []
         for name, content in (files or {}).items():
             target = self.path / name
             if content is None:
-                self.git("rm", "-q", name)
+                removed.append(name)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(content, bytes):
                 target.write_bytes(content)
             else:
                 target.write_text(content, encoding="utf-8")
-            self.git("add", name)
+            written.append(name)
+        if removed:
+            self.git("rm", "-q", "--", *removed)
+        if written:
+            self.git("add", "--", *written)
         self.git("commit", "-q", "--allow-empty", "-m", label, date=date)
         sha = self.git("rev-parse", "HEAD")
         self.shas[label] = sha

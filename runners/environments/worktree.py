@@ -4,6 +4,8 @@ archive | tar)."""
 
 from __future__ import annotations
 
+import functools
+import re
 import subprocess
 import tarfile
 from dataclasses import dataclass
@@ -27,12 +29,36 @@ class TreeReader(Protocol):
 
 @dataclass(frozen=True)
 class GitTree:
-    """A revision of a git repository, read with ``git show``; no checkout needed."""
+    """A revision of a git repository, read from git; no checkout needed.
+
+    A commit given by its full id has a tree that never changes: its listing is read once (one
+    ``git ls-tree`` for the last few commits read) and answers which paths exist and what a folder
+    holds without a process each; a file is read by its blob id. A revision given by name (a
+    branch, ``HEAD``), or an unusual path, is asked of git each time."""
 
     repo: Path
     revision: str
 
+    def _entries(self, path: str) -> dict[str, tuple[str, str]] | None:
+        """The commit's listing (path → type, object id) when it can answer for ``path``."""
+        if not _FULL_ID.fullmatch(self.revision) or not _plain(path):
+            return None
+        try:
+            return _listing(self.repo, self.revision)
+        except _Unlisted:
+            return None
+
     def read(self, path: str) -> bytes | None:
+        entries = self._entries(path)
+        if entries is not None:
+            kind, oid = entries.get(path.rstrip("/"), ("", ""))
+            if not kind:
+                return None
+            if kind == "blob":
+                result = subprocess.run(
+                    ["git", "-C", str(self.repo), "cat-file", "blob", oid], capture_output=True, check=False
+                )
+                return result.stdout if result.returncode == 0 else None
         result = subprocess.run(
             ["git", "-C", str(self.repo), "show", f"{self.revision}:{path}"],
             capture_output=True,
@@ -41,6 +67,9 @@ class GitTree:
         return result.stdout if result.returncode == 0 else None
 
     def exists(self, path: str) -> bool:
+        entries = self._entries(path)
+        if entries is not None:
+            return path.rstrip("/") in entries
         result = subprocess.run(
             ["git", "-C", str(self.repo), "cat-file", "-e", f"{self.revision}:{path}"],
             capture_output=True,
@@ -58,6 +87,12 @@ class GitTree:
         return [path for path in result.stdout.decode("utf-8", errors="replace").split("\0") if path]
 
     def list_dir(self, path: str) -> list[str]:
+        entries = self._entries(path)
+        if entries is not None:
+            folder = path.rstrip("/")
+            return sorted(
+                PurePosixPath(name).name for name in entries if str(PurePosixPath(name).parent) == folder
+            )
         result = subprocess.run(
             ["git", "-C", str(self.repo), "ls-tree", "--name-only", self.revision, f"{path.rstrip('/')}/"],
             capture_output=True,
@@ -65,6 +100,39 @@ class GitTree:
         )
         names = result.stdout.decode(errors="replace").splitlines() if result.returncode == 0 else []
         return sorted(PurePosixPath(name).name for name in names)
+
+
+_FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+
+
+def _plain(path: str) -> bool:
+    """A path relative to the tree's root, as git's listing spells it (no ``.``, ``..`` or empty
+    parts): only such a path is looked up in a listing."""
+    parts = path.rstrip("/").split("/")
+    return all(part not in ("", ".", "..") for part in parts)
+
+
+class _Unlisted(Exception):
+    """git could not list the commit: it is asked path by path instead (nothing is kept)."""
+
+
+@functools.lru_cache(maxsize=4)
+def _listing(repo: Path, commit: str) -> dict[str, tuple[str, str]]:
+    """Every path of ``commit``'s tree, folders too: path → (type, object id)."""
+    result = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "-r", "-t", "-z", "--full-tree", commit],
+        capture_output=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise _Unlisted(commit)
+    entries: dict[str, tuple[str, str]] = {}
+    for record in result.stdout.split(b"\0"):
+        head, _, name = record.partition(b"\t")
+        fields = head.split()
+        if len(fields) == 3 and name:
+            entries[name.decode("utf-8", errors="surrogateescape")] = (fields[1].decode(), fields[2].decode())
+    return entries
 
 
 @dataclass(frozen=True)
