@@ -39,19 +39,26 @@ class GitTree:
     repo: Path
     revision: str
 
-    def _entries(self, path: str) -> dict[str, tuple[str, str]] | None:
-        """The commit's listing (path → type, object id) when it can answer for ``path``."""
-        if not _FULL_ID.fullmatch(self.revision) or not _plain(path):
+    def _listing(self) -> dict[str, tuple[str, str]] | None:
+        """The commit's listing (path → type, object id), when the revision is a full commit id
+        that git can list."""
+        if not _FULL_ID.fullmatch(self.revision):
             return None
         try:
             return _listing(self.repo, self.revision)
         except _Unlisted:
             return None
 
+    def _listed(self, path: str) -> tuple[dict[str, tuple[str, str]], str] | None:
+        """The listing and ``path`` as it spells it, when the listing can answer for ``path``."""
+        key = path.rstrip("/")
+        listing = self._listing() if _plain(key) else None
+        return (listing, key) if listing is not None else None
+
     def read(self, path: str) -> bytes | None:
-        entries = self._entries(path)
-        if entries is not None:
-            kind, oid = entries.get(path.rstrip("/"), ("", ""))
+        listed = self._listed(path)
+        if listed is not None:
+            kind, oid = listed[0].get(listed[1], ("", ""))
             if not kind:
                 return None
             if kind == "blob":
@@ -59,7 +66,7 @@ class GitTree:
                     ["git", "-C", str(self.repo), "cat-file", "blob", oid], capture_output=True, check=False
                 )
                 return result.stdout if result.returncode == 0 else None
-        result = subprocess.run(
+        result = subprocess.run(  # by name, a folder (git prints its listing) or a submodule
             ["git", "-C", str(self.repo), "show", f"{self.revision}:{path}"],
             capture_output=True,
             check=False,
@@ -67,9 +74,9 @@ class GitTree:
         return result.stdout if result.returncode == 0 else None
 
     def exists(self, path: str) -> bool:
-        entries = self._entries(path)
-        if entries is not None:
-            return path.rstrip("/") in entries
+        listed = self._listed(path)
+        if listed is not None:
+            return listed[1] in listed[0]
         result = subprocess.run(
             ["git", "-C", str(self.repo), "cat-file", "-e", f"{self.revision}:{path}"],
             capture_output=True,
@@ -79,6 +86,9 @@ class GitTree:
 
     def files(self) -> list[str]:
         """Every file's path in the revision."""
+        listing = self._listing()
+        if listing is not None:
+            return [path for path, (kind, _) in listing.items() if kind != "tree"]
         result = subprocess.run(
             ["git", "-C", str(self.repo), "ls-tree", "-r", "--name-only", "-z", self.revision],
             capture_output=True,
@@ -87,29 +97,29 @@ class GitTree:
         return [path for path in result.stdout.decode("utf-8", errors="replace").split("\0") if path]
 
     def list_dir(self, path: str) -> list[str]:
-        entries = self._entries(path)
-        if entries is not None:
-            folder = path.rstrip("/")
+        listed = self._listed(path)
+        if listed is not None:
+            listing, folder = listed
             return sorted(
-                PurePosixPath(name).name for name in entries if str(PurePosixPath(name).parent) == folder
+                name for parent, _, name in (p.rpartition("/") for p in listing) if parent == folder
             )
+        folder = f"{path.rstrip('/')}/"
         result = subprocess.run(
-            ["git", "-C", str(self.repo), "ls-tree", "--name-only", self.revision, f"{path.rstrip('/')}/"],
+            ["git", "-C", str(self.repo), "ls-tree", "--name-only", "-z", self.revision, folder],
             capture_output=True,
             check=False,
         )
-        names = result.stdout.decode(errors="replace").splitlines() if result.returncode == 0 else []
-        return sorted(PurePosixPath(name).name for name in names)
+        names = result.stdout.decode(errors="replace").split("\0") if result.returncode == 0 else []
+        return sorted(PurePosixPath(name).name for name in names if name)
 
 
 _FULL_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def _plain(path: str) -> bool:
-    """A path relative to the tree's root, as git's listing spells it (no ``.``, ``..`` or empty
-    parts): only such a path is looked up in a listing."""
-    parts = path.rstrip("/").split("/")
-    return all(part not in ("", ".", "..") for part in parts)
+    """A path relative to the tree's root as git's listing spells it (no ``.``, ``..`` or empty
+    parts, no trailing ``/``): only such a path is looked up in a listing."""
+    return all(part not in ("", ".", "..") for part in path.split("/"))
 
 
 class _Unlisted(Exception):
@@ -131,7 +141,8 @@ def _listing(repo: Path, commit: str) -> dict[str, tuple[str, str]]:
         head, _, name = record.partition(b"\t")
         fields = head.split()
         if len(fields) == 3 and name:
-            entries[name.decode("utf-8", errors="surrogateescape")] = (fields[1].decode(), fields[2].decode())
+            # As the rest of coevo reads paths: a name that is not UTF-8 gets U+FFFD, never a surrogate.
+            entries[name.decode("utf-8", errors="replace")] = (fields[1].decode(), fields[2].decode())
     return entries
 
 

@@ -815,10 +815,12 @@ class MavenTool:
         jvm_classpath = _launch_classpath(classpath, sandbox.workdir, console)
         # coevo's listener notes each test's start and end (and, with the agent, takes its data).
         jvm_classpath.append(self._per_test_coverage(jdk))
-        listener = [f"-Dcoevo.coverage.dir={run_dir}/per-test", "-Dcoevo.coverage.lines=false"]
-        if scope is not None:
-            agent_jar = self._tool_path("jacoco-agent")
-            listener[1] = f"-javaagent:{agent_jar}=output=none,includes={scope.includes}"
+        lines = (
+            f"-javaagent:{self._tool_path('jacoco-agent')}=output=none,includes={scope.includes}"
+            if scope is not None
+            else "-Dcoevo.coverage.lines=false"
+        )
+        listener = [f"-Dcoevo.coverage.dir={run_dir}/per-test", lines]
         classpath_args, env = _classpath_option(sandbox, jdk, jvm_classpath, f"{run}/java-args")
         basedir = _absolute(sandbox.workdir, module)
         command = [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -28,7 +30,8 @@ def test_a_commit_read_by_its_id_answers_as_git_does_by_name(tmp_path: Path) -> 
     first = repo.commit("first", "2024-05-01T10:00:00+00:00", {"a/x.txt": "x", "top.txt": "t"})
     repo.commit("second", "2024-05-02T10:00:00+00:00", {"a/b/y.bin": b"\xff\xfe", "top.txt": None})
     (repo.path / "link").symlink_to("a/x.txt")
-    repo.git("add", "link")
+    (repo.path / os.fsdecode(b"a/b/caf\xe9.txt")).write_text("latin-1 name")
+    repo.git("add", "link", "a/b")
     repo.git("commit", "-q", "-m", "link", date="2024-05-03T10:00:00+00:00")
     head = repo.git("rev-parse", "HEAD")
     paths = ["a/x.txt", "top.txt", "link", "a/b/y.bin", "a", "a/", "a/b", "nope", "a/nope", "./a/x.txt"]
@@ -40,13 +43,42 @@ def test_a_commit_read_by_its_id_answers_as_git_does_by_name(tmp_path: Path) -> 
                 assert ours.read(path) == gits.read(path), (by_name, path)
         for folder in ("a", "a/", "a/b", "zz"):
             assert ours.list_dir(folder) == gits.list_dir(folder), (by_name, folder)
+        assert ours.files() == gits.files(), by_name
     tree = GitTree(repo.path, head)
-    assert (tree.read("link"), tree.read("a/b/y.bin"), tree.read("top.txt")) == (
-        b"a/x.txt",
-        b"\xff\xfe",
-        None,
-    )
+    read = (tree.read("link"), tree.read("a/b/y.bin"), tree.read("top.txt"))
+    assert read == (b"a/x.txt", b"\xff\xfe", None)
     assert tree.list_dir("a") == ["b", "x.txt"]
+    assert tree.files() == ["a/b/caf\ufffd.txt", "a/b/y.bin", "a/x.txt", "link"]
     assert GitTree(repo.path, first).read("top.txt") == b"t"
     missing = GitTree(repo.path, "0" * 40)  # no such commit: nothing exists, nothing is kept
     assert (missing.read("a/x.txt"), missing.exists("a"), missing.list_dir("a")) == (None, False, [])
+
+
+def test_a_commit_read_by_its_id_asks_git_once_for_many_questions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What an environment's detection asks (does this file exist, what is in that folder) costs
+    one git process a commit, not one a question; only a file's bytes cost one more each."""
+    repo = GitRepo(tmp_path / "repo")
+    sha = repo.commit(
+        "one", "2024-05-01T10:00:00+00:00", {"pom.xml": "<project/>", "src/A.java": "class A {}"}
+    )
+    calls = tmp_path / "git-calls"
+    wrapper = tmp_path / "bin" / "git"
+    wrapper.parent.mkdir()
+    real = shutil.which("git")
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> {calls}\nexec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{wrapper.parent}:{os.environ['PATH']}")
+    questions = ["pom.xml", "mvnw", "build.gradle", "setup.py", "pyproject.toml", "src", "src/A.java"]
+
+    def asked(revision: str) -> int:
+        calls.unlink(missing_ok=True)
+        tree = GitTree(repo.path, revision)
+        answers = [tree.exists(path) for path in questions] + [tree.list_dir("src"), tree.list_dir(".github")]
+        assert answers == [True, False, False, False, False, True, True, ["A.java"], []]
+        assert tree.read("pom.xml") == b"<project/>"
+        return len(calls.read_text().splitlines())
+
+    assert asked(sha) == 2  # the listing, then the one file read
+    assert asked("HEAD") == len(questions) + 3  # a process a question
