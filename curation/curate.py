@@ -339,8 +339,8 @@ class _TestFile:
     path: str
     items: list[_Item]
     content: bytes
-    old_path: str | None
-    old_content: bytes | None
+    old: tuple[str, bytes] | None
+    """The old revision's version, its path and content, when it had one."""
     tag: str
     """Names its cross cells' classes or copies (``p<pair>_<index>``)."""
 
@@ -612,7 +612,8 @@ class _PairCurator:
             old_path = next((i.candidate.old_test_file for i in group if i.candidate.old_test_file), None)
             content = self.show(self.pair.rev2, path) or b""
             old_content = self.show(self.pair.rev1, old_path) if old_path else None
-            files.append(_TestFile(path, group, content, old_path, old_content, f"p{self.pair.id}_{index}"))
+            old = (old_path, old_content) if old_path is not None and old_content is not None else None
+            files.append(_TestFile(path, group, content, old, f"p{self.pair.id}_{index}"))
         self._run_cells(files, old_side, new_side)
 
     def _run_cells(self, files: Sequence[_TestFile], old_side: Side, new_side: Side) -> None:
@@ -638,18 +639,16 @@ class _PairCurator:
                 self._record("OO", wanted, old_side.run([t for _, t in wanted], timeout))
             for file in files:
                 wanted = _runnable(file.items, "ON", old=True)
-                if wanted and file.old_path is not None and file.old_content is not None:
+                if wanted and file.old is not None:
                     tests = [t for _, t in wanted]
-                    run = new_side.run_cross(
-                        file.old_path, file.old_content, tests, f"{file.tag}_ON", timeout, coverage=first
-                    )
+                    run = new_side.run_cross(*file.old, tests, f"{file.tag}_ON", timeout, coverage=first)
                     self._record("ON", wanted, run)
         for file in files:
             wanted = _runnable(file.items, "NO", old=False)
             self._check_copy_names(wanted, "NO", file.path, file.content, file.tag, new_side)
-            if file.old_path is not None and file.old_content is not None:
+            if file.old is not None:
                 wanted = _runnable(file.items, "ON", old=True)
-                self._check_copy_names(wanted, "ON", file.old_path, file.old_content, file.tag, old_side)
+                self._check_copy_names(wanted, "ON", *file.old, file.tag, old_side)
 
     def _check_copy_names(
         self,
