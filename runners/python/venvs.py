@@ -269,18 +269,23 @@ def find_python(version: str) -> Path:
 
 
 def locate_python(version: str) -> FoundPython:
-    """Like :func:`find_python`, keeping the version found and the note about a substitute."""
-    available = _available_pythons()
-    if not available:
-        raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
+    """Like :func:`find_python`, keeping the version found and the note about a substitute.
+
+    Interpreters are tried closest minor first (on a tie the newer one, which keeps more of the
+    older one's behaviour); only those tried are started, so a choice costs one start, not one
+    per interpreter on the machine."""
+    candidates = _candidate_pythons()
     wanted = _minor(version)
-    if wanted in available:
-        path, full = available[wanted]
-        return FoundPython(path, full)
-    # Closest minor first; on a tie the newer one, which keeps more of the older one's behaviour.
-    closest = min(available, key=lambda minor: (abs(minor[1] - wanted[1]), -minor[1]))
-    path, full = available[closest]
-    return FoundPython(path, full, f"python {version} not installed: using {full} ({path}), the closest")
+    for minor in sorted(candidates, key=lambda minor: (abs(minor[1] - wanted[1]), -minor[1])):
+        for path in candidates[minor]:
+            full = _probe(path)
+            if full is None or _minor(full) != minor:
+                continue
+            if minor == wanted:
+                return FoundPython(path, full)
+            note = f"python {version} not installed: using {full} ({path}), the closest"
+            return FoundPython(path, full, note)
+    raise NoPython("no Python 3 interpreter found on PATH or in pyenv; install python3")
 
 
 def _minor(version: str) -> tuple[int, int]:
@@ -289,29 +294,26 @@ def _minor(version: str) -> tuple[int, int]:
 
 
 @functools.cache
-def _available_pythons() -> dict[tuple[int, int], tuple[Path, str]]:
-    """Working Python 3 interpreters by minor version: PATH first, then pyenv (newest patch)."""
-    candidates: list[Path] = []
+def _candidate_pythons() -> dict[tuple[int, int], tuple[Path, ...]]:
+    """Python 3 interpreters by the minor version their names give, in the order they are tried:
+    ``python3.X`` on PATH first, then pyenv's (newest patch first). Nothing is started here."""
+    found: dict[tuple[int, int], list[Path]] = {}
     for folder in os.environ.get("PATH", "").split(os.pathsep):
         if not folder or "/shims" in folder:  # pyenv shims fail unless pyenv selects that version
             continue
         with contextlib.suppress(OSError):
-            candidates += sorted(p for p in Path(folder).iterdir() if re.fullmatch(r"python3\.\d+", p.name))
+            for path in sorted(p for p in Path(folder).iterdir() if re.fullmatch(r"python3\.\d+", p.name)):
+                found.setdefault(_minor(path.name.removeprefix("python")), []).append(path)
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
     with contextlib.suppress(OSError):
         versions = [d for d in pyenv.iterdir() if re.fullmatch(r"3\.\d+\.\d+", d.name)]
         versions.sort(key=lambda d: tuple(int(n) for n in d.name.split(".")), reverse=True)
-        candidates += [d / "bin" / "python" for d in versions]
-    found: dict[tuple[int, int], tuple[Path, str]] = {}
-    for path in candidates:
-        if not os.access(path, os.X_OK):
-            continue
-        full = _probe(path)
-        if full and _minor(full) not in found:
-            found[_minor(full)] = (path, full)
-    return found
+        for version in versions:
+            found.setdefault(_minor(version.name), []).append(version / "bin" / "python")
+    return {minor: tuple(p for p in paths if os.access(p, os.X_OK)) for minor, paths in found.items()}
 
 
+@functools.cache
 def _probe(python: Path) -> str | None:
     """The interpreter's full version when it runs and has ``venv``; None otherwise."""
     try:
@@ -349,8 +351,10 @@ def tool_pins(python_version: str) -> dict[str, str]:
 
 
 def host_pythons() -> set[str]:
-    """The minor versions of the interpreters on this machine (``3.9``), pyenv's included."""
-    return {f"{major}.{minor}" for major, minor in _available_pythons()}
+    """The minor versions of the interpreters on this machine (``3.9``), pyenv's included, as
+    their names give them (one that does not start is passed over when chosen:
+    :func:`locate_python`)."""
+    return {f"{major}.{minor}" for (major, minor), paths in _candidate_pythons().items() if paths}
 
 
 # --- The environment key (pure) -----------------------------------------------------------------

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from runners import EnvSpec, FolderTree, LocalSandbox, Outcome, detect_env, get_build_tool
+from runners.python import venvs
 from runners.python.pytest_tool import PytestTool, _in_worktree
 from runners.python.venvs import (
     MARKER,
@@ -173,6 +174,39 @@ def test_find_python_returns_the_version_asked_for_or_the_closest_with_a_note() 
     assert locate_python("3.11").version.startswith("3.11.") and locate_python("3.11").note == ""
     substitute = locate_python("3.99")
     assert substitute.path.exists() and "3.99 not installed" in substitute.note
+
+
+def test_an_interpreter_that_does_not_start_is_passed_over_and_only_those_tried_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Names say which Pythons a machine has; only the one chosen (and any broken one before it)
+    is started."""
+    started = tmp_path / "started.txt"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    real = locate_python("3.11").path
+    for name, body in (
+        ("python3.7", "exit 1"),  # broken: passed over
+        ("python3.9", f'exec "{real}" "$@"'),  # its name says 3.9, it runs 3.11: passed over
+        ("python3.11", f'exec "{real}" "$@"'),
+        ("python3.12", f'exec "{real}" "$@"'),  # never tried
+    ):
+        script = bin_dir / name
+        script.write_text(f'#!/bin/sh\necho "{name}" >> "{started}"\n{body}\n')
+        script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "no-pyenv"))
+    venvs._candidate_pythons.cache_clear()
+    venvs._probe.cache_clear()
+    try:
+        assert venvs.host_pythons() == {"3.7", "3.9", "3.11", "3.12"}
+        assert not started.exists()
+        found = locate_python("3.7")
+        assert found.path == bin_dir / "python3.11" and "3.7 not installed" in found.note, found
+        assert started.read_text().split() == ["python3.7", "python3.9", "python3.11"]
+    finally:
+        venvs._candidate_pythons.cache_clear()
+        venvs._probe.cache_clear()
 
 
 def test_the_environment_key_follows_install_arguments_and_file_contents(tmp_path: Path) -> None:
