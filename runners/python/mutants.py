@@ -1,7 +1,7 @@
 """Python's mutants: Cosmic Ray's operators make the mutants of the focal functions' lines (on the
 host: no project code runs there); :meth:`runners.python.pytest_tool.PytestTool.mutation` runs
-the tests once per mutant, the mutant served by an import hook so the shared worktree is never
-changed."""
+the tests once per mutant, each written over its module in a judge tree of the mutation phase's
+own (the shared worktree is never changed)."""
 
 from __future__ import annotations
 

@@ -21,16 +21,36 @@ import dataclasses
 import json
 import os
 import re
+import secrets
+import signal
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..buildtools import BuildChoice, BuildResult, Coverage, TestRun
 from ..environments.envspec import EnvSpec
 from ..mutation import Mutant, MutationResult, after_control_run
-from ..results import REPORT_LIMIT, Outcome, TestResult, UnreadableReport, bounded, in_context, without_roots
-from ..sandbox.base import ExecResult, Sandbox, UnsafePath, read_beneath, write_beneath
+from ..results import (
+    REPORT_LIMIT,
+    Outcome,
+    TestResult,
+    UnreadableReport,
+    bounded,
+    cause_line,
+    in_context,
+    without_roots,
+)
+from ..sandbox.base import (
+    DEFAULT_OUTPUT_LIMIT,
+    ExecResult,
+    Sandbox,
+    UnsafePath,
+    read_beneath,
+    read_capped,
+    write_beneath,
+)
 from .mutants import PythonMutant
 from .venvs import (
     FoundPython,
@@ -223,6 +243,296 @@ def pytest_runtest_protocol(item, nextitem):
 '''
 
 
+_DRIVER = "_coevo_driver.py"
+# Runs inside the project's venv, on any Python 3: no annotations, no f-strings.
+_DRIVER_SOURCE = r'''"""coevo: pytest runs one after another, each in a process forked from
+this one, which has imported pytest (and coverage.py) once. Every run of a batch, the first as
+the last, starts the same way; only the code under test (a file written over before the run, put
+back after) differs.
+
+argv[1]: the plan (JSON, readable by this process alone): ``root`` (the tree), ``scratch`` (the
+run files' folder), ``keep`` (where each run's files are moved when it ends, out of the next
+runs' sight), ``budget`` (seconds: a run that could outlast it is not started, nor any after
+it), ``user`` ("uid:gid" the tests run as, every process of which is killed after each run; null:
+this process's user, and the run's process group is killed) and ``runs``: each with the pytest
+arguments, its environment, its files' names (random: they say nothing of its place in the
+batch), its timeout, whether coverage.py traces it, and a file to write over before it
+(``write``) and put back after (``restore``).
+A line of JSON per run on stdout (where the tests cannot write): its exit code, whether it timed
+out and its duration, or why it was not run."""
+import errno
+import json
+import os
+import runpy
+import shutil
+import signal
+import stat
+import sys
+import time
+
+_started = time.time()
+
+try:
+    import ctypes
+
+    _libc = ctypes.CDLL(None)
+except Exception:
+    _libc = None
+
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+
+
+def _open_beneath(root, path, flags):
+    """``path`` below ``root``, following no link (a run's tests may have left one)."""
+    parts = [part for part in path.split("/") if part not in ("", ".")]
+    if not parts or ".." in parts:
+        raise OSError(errno.EINVAL, "not a path inside the tree")
+    folder = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=folder)
+            os.close(folder)
+            folder = child
+        fd = os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644, dir_fd=folder)
+    finally:
+        os.close(folder)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file")
+    return fd
+
+
+def _write(root, path, data):
+    fd = _open_beneath(root, path, os.O_WRONLY | os.O_TRUNC)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+
+
+def _ids(user):
+    return tuple(int(part) for part in user.split(":"))
+
+
+def _as_user(user):
+    uid, gid = _ids(user)
+    os.setgroups([])
+    os.setgid(gid)
+    os.setuid(uid)
+
+
+def _remove(path):
+    """Whatever is at ``path`` (a file, a link, a folder an earlier run's tests put there)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return
+    if stat.S_ISDIR(mode):
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        os.unlink(path)
+
+
+def _prepare(scratch, files, user):
+    """The run's files, made afresh: nothing an earlier run left under their names is used."""
+    for name in files.values():
+        _remove(os.path.join(scratch, name))
+    for key in ("results", "coverage"):  # written by the tests' process, by name
+        fd = os.open(os.path.join(scratch, files[key]), _NEW, 0o644)
+        if user:
+            os.fchown(fd, *_ids(user))
+        os.close(fd)
+
+
+def _child(run, scratch, user, parent):
+    os.setpgid(0, 0)
+    files = run["files"]
+    for fd, key in ((1, "out"), (2, "err")):
+        out = os.open(os.path.join(scratch, files[key]), _NEW, 0o644)
+        os.dup2(out, fd)
+        os.close(out)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    if user:
+        _as_user(user)
+    if _libc is not None:
+        _libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: the run ends with this process
+    if os.getppid() != parent:
+        os._exit(70)
+    os.environ.update(run["env"])
+    sys.path[0] = os.getcwd()  # as ``python -m`` has it
+    sys.argv = ["pytest"] + run["argv"]
+    cov = None
+    code = 0
+    try:
+        if run["coverage"]:
+            import coverage
+
+            data = os.path.join(scratch, files["data"])
+            cov = coverage.Coverage(data_file=data, source=[run["coverage"]], config_file=False)
+            cov.start()
+        runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+    except SystemExit as exc:
+        code = exc.code
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        if cov is not None:
+            try:
+                cov.stop()
+                cov.save()
+            except Exception:
+                pass
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        sys.stderr.write(str(code) + "\n")
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code & 0xFF)
+
+
+def _kill_leftovers(pid, user):
+    """What the run left running: its process group; with a user, every process of it."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    if not user:
+        return
+    killer = os.fork()
+    if killer == 0:
+        try:
+            _as_user(user)
+            os.kill(-1, signal.SIGKILL)  # every process of the user but the caller
+        finally:
+            os._exit(0)
+    os.waitpid(killer, 0)
+
+
+def _wait(pid, timeout):
+    """(status, timed out): the run's status, after killing it at ``timeout``."""
+    deadline = time.time() + timeout
+    pause = 0.002
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status, False
+        if time.time() >= deadline:
+            os.killpg(pid, signal.SIGKILL)
+            return os.waitpid(pid, 0)[1], True
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
+
+
+def _say(record):
+    sys.stdout.write(json.dumps(record) + "\n")
+    sys.stdout.flush()
+
+
+def main():
+    with open(sys.argv[1]) as handle:
+        plan = json.load(handle)
+    user, runs, scratch, keep = plan["user"], plan["runs"], plan["scratch"], plan["keep"]
+    for run in runs:  # read before any test runs
+        for key in ("write", "restore"):
+            if run.get(key):
+                with open(run[key][1], "rb") as handle:
+                    run[key] = (run[key][0], handle.read())
+    if any(run["coverage"] for run in runs):  # as ``coverage run -m pytest`` has them: coverage.py first
+        import coverage  # noqa: F401
+    import pytest  # noqa: F401
+    for number, run in enumerate(runs):
+        if time.time() - _started + run["timeout"] > plan["budget"]:
+            _say({"run": number, "skipped": "out of time"})
+            break
+        try:
+            if run.get("write"):
+                _write(plan["root"], *run["write"])
+        except OSError as exc:
+            _say({"run": number, "skipped": "not written: %s: %s" % (run["write"][0], exc.strerror or exc)})
+            break
+        _prepare(scratch, run["files"], user)
+        began = time.time()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _child(run, scratch, user, parent)
+            finally:
+                os._exit(70)
+        status, timed_out = _wait(pid, run["timeout"])
+        duration = time.time() - began
+        _kill_leftovers(pid, user)
+        if run.get("restore"):
+            try:
+                _write(plan["root"], *run["restore"])
+            except OSError:
+                pass  # coevo puts it back from outside too
+        for name in run["files"].values():  # out of the next runs' sight
+            try:
+                os.rename(os.path.join(scratch, name), os.path.join(keep, name))
+            except OSError:
+                pass
+        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+        _say({"run": number, "exit": code, "timed_out": timed_out, "duration": duration})
+
+
+main()
+'''
+
+
+_DRIVER_SLACK = 60.0
+"""Seconds the driver may take beyond its runs' own (its start, pytest's import) before the
+sandbox kills it."""
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """One run of a batch (:meth:`PytestTool._batch`)."""
+
+    timeout: float
+    write: tuple[str, bytes, bytes] | None = None
+    """(path in the worktree, its content for this run, its content put back after)."""
+
+
+@dataclass(frozen=True)
+class _Batch:
+    runs: list[tuple[TestRun, list[dict]]]
+    """The runs made, in the planned order, each with the plugin's records."""
+    stopped: str
+    """Why the runs after those stopped ("" when every planned run was made)."""
+    driver: ExecResult | None
+    """How the driver ended (None when it was not started)."""
+
+
+def _statuses(stdout: str) -> dict[int, dict]:
+    """The driver's line per run, by run: the tests cannot write to its output (it runs as
+    another user, or is trusted on the host)."""
+    found: dict[int, dict] = {}
+    for line in stdout.splitlines():
+        try:
+            status = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(status, dict) and isinstance(status.get("run"), int):
+            found.setdefault(status["run"], status)
+    return found
+
+
+def _driver_end(driver: ExecResult | None) -> str:
+    if driver is None:
+        return "not started"
+    if driver.timed_out:
+        return f"killed after {driver.duration:.0f}s"
+    return cause_line(driver.stderr) or f"exit code {driver.exit_code}"
+
+
 class PytestTool:
     """pip-installed dependencies in a shared venv; pytest over the worktree's own code."""
 
@@ -302,17 +612,42 @@ class PytestTool:
         """:meth:`run_tests` and the plugin's records (a ``loaded`` record names the worktree's
         modules the run imported). ``coverage`` without ``measure``: traced as a run with
         coverage is, its data not read (a test sees no difference)."""
-        deadline = time.monotonic() + timeout
+        budget = timeout + _DRIVER_SLACK
+        batch = self._batch(sandbox, spec, tests, [_Planned(timeout)], budget, coverage, measure)
+        if batch.runs:
+            return batch.runs[0]
+        assert batch.driver is not None  # every early end returns a run for each planned one
+        # The driver did not run it (pytest is missing, say): its output says why.
+        requested = list(dict.fromkeys(tests))
+        results = _results(requested, [], batch.driver, Path(sandbox.workdir))
+        return TestRun(results, log=batch.driver), []
+
+    def _batch(
+        self,
+        sandbox: Sandbox,
+        spec: EnvSpec,
+        tests: Sequence[str],
+        planned: Sequence[_Planned],
+        budget: float,
+        coverage: bool = False,
+        measure: bool = True,
+    ) -> _Batch:
+        """The planned runs of ``tests``, one after another, by one driver process in the sandbox
+        (:data:`_DRIVER_SOURCE`: pytest and coverage.py imported once, each run a fork of it). A
+        run that could outlast ``budget`` seconds from the driver's start is not started, nor any
+        after it."""
         worktree = Path(sandbox.workdir)
         requested = list(dict.fromkeys(tests))
         try:
-            venv = venv_for(spec, worktree, sandbox, timeout, self._python)
+            venv = venv_for(spec, worktree, sandbox, budget, self._python)
         except (VenvBuildFailed, NoPython) as exc:
             log = exc.log if isinstance(exc, VenvBuildFailed) else None
-            return TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log), []
+            failed = TestRun(tuple(TestResult(t, Outcome.ERROR, str(exc)) for t in requested), log=log)
+            return _Batch([(failed, [])] * len(planned), "", None)
         files = list(dict.fromkeys(f for f in map(_file_of, requested) if _is_file_in(worktree, f)))
         if not files:
-            return TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested)), []
+            absent = TestRun(tuple(TestResult(t, Outcome.ABSENT) for t in requested))
+            return _Batch([(absent, [])] * len(planned), "", None)
         # The sandbox's own scratch folder: no other container (another run's tests) can reach
         # this run's files, and being outside the worktree, coverage does not measure them.
         # The tests can write there, so the host writes and reads following no link.
@@ -324,21 +659,7 @@ class PytestTool:
                 scratch.chmod(0o1777)
             write_beneath(scratch, f"{_PLUGIN}.py", _PLUGIN_SOURCE.encode())
             write_beneath(scratch, "select.json", json.dumps(requested).encode())
-            env = {
-                **_test_env(venv, worktree, (scratch,)),
-                "COEVO_PYTEST_SELECT": str(scratch / "select.json"),
-                "COEVO_PYTEST_RESULTS": str(scratch / "results.jsonl"),
-            }
-            python = str(venv_python(venv))
-            runner = [python, "-m", "pytest"]
-            if coverage:
-                rc = f"[run]\nsource =\n    {worktree.resolve()}\ndata_file = {scratch / 'coverage.data'}\n"
-                write_beneath(scratch, "coveragerc", rc.encode())
-                rcfile = f"--rcfile={scratch / 'coveragerc'}"
-                runner = [python, "-m", "coverage", "run", rcfile, "-m", "pytest"]
-                env["COEVO_PYTEST_COVERAGE"] = str(scratch / "coverage.json")
             argv = [
-                *runner,
                 "-p",
                 _PLUGIN,
                 "-q",
@@ -348,18 +669,96 @@ class PytestTool:
                 *_common_options(worktree),
                 *files,
             ]
-            log = sandbox.exec(argv, timeout=_left(deadline), env=env, untrusted=True)
+            keep = scratch / "kept"
+            keep.mkdir(mode=0o700)
+            runs: list[dict[str, object]] = []
+            named: list[dict[str, str]] = []  # each run's files, by what they hold
+            for number, run in enumerate(planned):
+                token = secrets.token_hex(8)  # nothing in a name tells a run its place in the batch
+                names = {key: f"{token}.{key}" for key in ("out", "err", "results", "coverage", "data")}
+                named.append(names)
+                env = {
+                    "COEVO_PYTEST_RESULTS": str(scratch / names["results"]),
+                    **({"COEVO_PYTEST_COVERAGE": str(scratch / names["coverage"])} if coverage else {}),
+                    **({"HOME": "/tmp"} if sandbox.test_user is not None else {}),
+                }
+                entry: dict[str, object] = {
+                    "argv": argv,
+                    "env": env,
+                    "files": names,
+                    "coverage": str(worktree.resolve()) if coverage else None,
+                    "timeout": max(run.timeout, 1.0),
+                }
+                if run.write is not None:
+                    path, content, original = run.write
+                    for key, data in (("write", content), ("restore", original)):
+                        write_beneath(keep, f"{number}.{key}", data)
+                        entry[key] = (path, str(keep / f"{number}.{key}"))
+                runs.append(entry)
+            plan = {
+                "root": str(worktree),
+                "scratch": str(scratch),
+                "keep": str(keep),
+                "user": sandbox.test_user,
+                "budget": budget,
+                "runs": runs,
+            }
+            write_beneath(keep, "plan.json", json.dumps(plan).encode())
+            write_beneath(keep, _DRIVER, _DRIVER_SOURCE.encode())
+            command = [str(venv_python(venv)), str(keep / _DRIVER), str(keep / "plan.json")]
+            env = _test_env(venv, worktree, (scratch,))
+            env["COEVO_PYTEST_SELECT"] = str(scratch / "select.json")
             try:
-                records = _read_records(read_beneath(scratch, "results.jsonl", REPORT_LIMIT))
-            except UnreadableReport as exc:  # the tests wrote it: their error
-                why = f"the tests' run left results coevo cannot read: {exc}"
-                return TestRun(tuple(TestResult(t, Outcome.ERROR, why) for t in requested), log=log), []
-            results = _results(requested, records, log, worktree)
-            lines: dict[str, Coverage] = {}
-            if coverage and measure:
-                lines = _read_coverage(scratch, worktree)
-                ran = {r.test for r in results if r.outcome not in _NOT_RUN}
-                lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
+                driver = sandbox.exec(command, timeout=budget + _DRIVER_SLACK, env=env)
+            finally:
+                sandbox.stop_untrusted()
+            statuses = _statuses(driver.stdout)
+            done: list[tuple[TestRun, list[dict]]] = []
+            for number in range(len(planned)):
+                status = statuses.get(number)
+                if status is None or "skipped" in status:
+                    break
+                read = self._read_run(keep, named[number], status, requested, worktree, coverage and measure)
+                done.append(read)
+        stopped = ""
+        if len(done) < len(planned):
+            status = statuses.get(len(done))
+            stopped = str(status["skipped"]) if status else f"the test driver stopped: {_driver_end(driver)}"
+        return _Batch(done, stopped, driver)
+
+    def _read_run(
+        self,
+        kept: Path,
+        files: Mapping[str, str],
+        status: dict,
+        requested: list[str],
+        worktree: Path,
+        measure: bool,
+    ) -> tuple[TestRun, list[dict]]:
+        """A run of a batch as the driver saw it end and as its ``files`` (moved to ``kept``) say."""
+        out, out_cut = read_capped(kept, files["out"], DEFAULT_OUTPUT_LIMIT)
+        err, err_cut = read_capped(kept, files["err"], DEFAULT_OUTPUT_LIMIT)
+        code = status["exit"]
+        timed_out = bool(status["timed_out"])
+        log = ExecResult(
+            exit_code=None if timed_out or code == 128 + signal.SIGKILL else code,
+            stdout=out,
+            stderr=err,
+            duration=float(status["duration"]),
+            timed_out=timed_out,
+            truncated=out_cut or err_cut,
+        )
+        try:
+            records = _read_records(read_beneath(kept, files["results"], REPORT_LIMIT))
+        except UnreadableReport as exc:  # the tests wrote it: their error
+            why = f"the tests' run left results coevo cannot read: {exc}"
+            return TestRun(tuple(TestResult(t, Outcome.ERROR, why) for t in requested), log=log), []
+        results = _results(requested, records, log, worktree)
+        lines: dict[str, Coverage] = {}
+        if measure:
+            lines = _read_coverage(kept, worktree, files["coverage"])
+            ran = {r.test for r in results if r.outcome not in _NOT_RUN}
+            lines = {test: _coverage_of(test, lines) for test in requested if test in ran}
         return TestRun(results=results, coverage=lines, log=log), records
 
     # --- mutation ----------------------------------------------------------------------------------
@@ -376,9 +775,10 @@ class PytestTool:
         """Each mutant's fate under ``tests`` (node ids that pass unmutated), one pytest run each.
 
         Each mutant is written over its module in the worktree while its run goes on (the
-        original is put back afterwards): mutation testing runs in a judge tree of its own. Every
-        run is traced by coverage.py as the run on the new code is, so a test sees nothing of
-        the phase but the code.
+        original is put back afterwards): mutation testing runs in a judge tree of its own. The
+        runs are made by one driver process, as every run of the tests is (:meth:`_batch`), and
+        traced by coverage.py as the run on the new code is, so a test sees nothing of the phase
+        but the code.
 
         ``baseline`` is the tests' unmutated run with coverage when the caller has one; else it
         is run here. A mutant whose statement no test ran in it is
@@ -404,34 +804,48 @@ class PytestTool:
                 covered.setdefault(path, set()).update(lines)
         each = 2 * (baseline.log.duration if baseline.log else 10.0) + 10.0
         originals = {path: sandbox.read_file(path) for path in {m.file for m in mutants}}
-        found: list[Mutant] = []
+        found: dict[int, Mutant] = {}
+        runs: list[tuple[int, _Planned]] = []
         message = ""
+        for number, mutant in enumerate(mutants):
+            where = (mutant.file, mutant.function, mutant.line)
+            which = f"occurrence {mutant.occurrence}"
+            ran = covered.get(mutant.file, set())
+            if covered and mutant.statement is not None and mutant.statement not in ran:
+                found[number] = Mutant(*where, "NO_COVERAGE", mutant.operator, which)
+                continue
+            original = originals.get(mutant.file)
+            if original is None:  # the tests left a link or a folder there
+                message = f"the module under test could not be mutated: {mutant.file} is not a plain file"
+                break
+            runs.append((number, _Planned(each, (mutant.file, mutant.source, original))))
+        if not runs:
+            ordered = tuple(found[number] for number in sorted(found))
+            return MutationResult(ordered, message, baseline.log, complete=not message)
+        # Every mutant's run, then the control run (the unmutated code, as the mutants ran), by
+        # one driver: a run is a fork of a process that has pytest and coverage.py loaded.
         try:
-            for mutant in mutants:
-                where = (mutant.file, mutant.function, mutant.line)
-                which = f"occurrence {mutant.occurrence}"
-                ran = covered.get(mutant.file, set())
-                if covered and mutant.statement is not None and mutant.statement not in ran:
-                    found.append(Mutant(*where, "NO_COVERAGE", mutant.operator, which))
-                    continue
-                if time.monotonic() + each > deadline:
-                    message = f"{len(mutants) - len(found)} mutants not run: out of time"
-                    break
-                try:
-                    sandbox.write_file(mutant.file, mutant.source)
-                except UnsafePath as exc:  # the tests left a link or a folder there
-                    message = f"the module under test could not be mutated: {exc}"
-                    break
-                run, records = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
-                _put_back(sandbox, mutant.file, originals)
-                found.append(_fate(mutant, run, records))
-        finally:  # whatever stopped the loop, the control run and the tree see the original code
+            planned = [run for _, run in runs] + [_Planned(each)]
+            batch = self._batch(sandbox, spec, tests, planned, _left(deadline), True, False)
+        finally:  # whatever stopped the batch, the tree sees the original code after it
             for path in originals:
                 _put_back(sandbox, path, originals)
-        result = MutationResult(tuple(found), message, baseline.log, complete=not message)
-        if not any(m.detected for m in found):
+        for (number, _), (run, records) in zip(runs, batch.runs, strict=False):
+            found[number] = _fate(mutants[number], run, records)
+        if len(batch.runs) < len(runs):
+            why = batch.stopped
+            if why.startswith("not written: "):
+                message = f"the module under test could not be mutated: {why.removeprefix('not written: ')}"
+            else:
+                message = f"{len(mutants) - len(found)} mutants not run: {why}"
+        ordered = tuple(found[number] for number in sorted(found))
+        result = MutationResult(ordered, message, baseline.log, complete=not message)
+        if not any(m.detected for m in ordered):
             return result
-        control, _ = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
+        if len(batch.runs) == len(runs) + 1:
+            control = batch.runs[-1][0]
+        else:  # the batch stopped before its control run: made alone, as the mutants' were
+            control, _ = self._run(sandbox, spec, tests, each, coverage=True, measure=False)
         passed = {r.test for r in control.results if r.outcome == Outcome.PASS}
         return after_control_run(result, tests, passed)
 
@@ -745,10 +1159,11 @@ def _combine(records: list[dict], worktree: Path) -> dict[str, TestResult]:
     }
 
 
-def _read_coverage(scratch: Path, worktree: Path) -> dict[str, Coverage]:
-    """Lines per node id, as the plugin wrote them from coverage.py's data, test files left out."""
+def _read_coverage(scratch: Path, worktree: Path, name: str) -> dict[str, Coverage]:
+    """Lines per node id, as the plugin wrote them from coverage.py's data into ``name``, test
+    files left out."""
     try:
-        written = read_beneath(scratch, "coverage.json", REPORT_LIMIT)
+        written = read_beneath(scratch, name, REPORT_LIMIT)
     except UnreadableReport:
         return {}
     if written is None:

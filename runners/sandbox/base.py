@@ -215,6 +215,25 @@ def read_beneath(root: Path, path: str, limit: int | None = None) -> bytes | Non
         return _bounded_read(handle, path, limit)
 
 
+def read_capped(root: Path, path: str, limit: int) -> tuple[str, bool]:
+    """The text of the regular file ``path`` below ``root`` as a command's output is kept (its
+    first and last ``limit // 2`` bytes, :class:`CappedOutput`) and whether some was dropped;
+    empty when there is no such file. No link is followed."""
+    try:
+        fd = _open_beneath(root, path, os.O_RDONLY)
+    except (OSError, UnsafePath):
+        return "", False
+    kept = CappedOutput(limit)
+    with os.fdopen(fd, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        kept.add(handle.read(limit // 2))
+        if size > limit:  # the middle is never read
+            handle.seek(size - limit // 2)
+            kept.truncated = True
+        kept.add(handle.read(limit))
+    return kept.text(), kept.truncated
+
+
 def _bounded_read(handle: Any, path: str, limit: int | None) -> bytes:
     if limit is None:
         return bytes(handle.read())

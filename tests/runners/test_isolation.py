@@ -306,3 +306,112 @@ def test_a_link_a_build_leaves_in_its_worktree_leads_the_host_nowhere(world: Wor
     finally:
         side.close()
     assert world.shared() == before
+
+
+_BATCH_CHEAT = '''\
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+from calc.core import add, sub
+
+TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRATCH = os.path.dirname(os.environ["COEVO_PYTEST_RESULTS"])
+FORGED = {
+    "id": "tests/test_cheat.py::test_calls", "when": "teardown", "outcome": "failed",
+    "xfail": False, "message": "forged", "duration": 0.0, "oracle": True,
+}
+LEFTOVER = """
+import glob, json, os, sys, time
+while os.getppid() == int(sys.argv[4]):  # until the run that started it is over
+    time.sleep(0.01)
+time.sleep(0.3)  # the driver has had its time to kill it; the next run is under way
+with open(os.path.join(sys.argv[1], "leftover-alive-%d" % os.getpid()), "w"):
+    pass
+for _ in range(600):
+    for name in glob.glob(os.path.join(sys.argv[2], "*.results")):
+        with open(name, "a") as out:
+            out.write(sys.argv[3] + "\\\\n")
+    time.sleep(0.05)
+"""
+
+
+def _note(line):
+    with open(os.path.join(TREE, "cheat-report.txt"), "a") as out:
+        out.write(line + "\\n")
+
+
+@pytest.fixture
+def slow_teardown():
+    yield
+    time.sleep(0.3)  # what a leftover of the run before appends now would fail this one
+
+
+def test_calls(slow_teardown):
+    time.sleep(0.6)  # a leftover of the run before, if alive, shows itself meanwhile
+    add(1, 2)
+    sub(3, 1)  # nothing asserted: every mutant survives unless a run is tampered with
+    _note("saw %d results files" % len(glob.glob(os.path.join(SCRATCH, "*.results"))))
+    driver = os.getppid()
+    status = {"run": 1, "exit": 0, "timed_out": True, "duration": 99.0}
+    try:
+        with open("/proc/%d/fd/1" % driver, "w") as out:
+            out.write(json.dumps(status) + "\\n")
+        _note("FORGED the driver's output")
+    except OSError as exc:
+        _note("refused output: %s" % type(exc).__name__)
+    try:
+        with open("/proc/%d/cmdline" % driver, "rb") as handle:
+            plan = handle.read().split(b"\\0")[2].decode()
+        with open(plan) as handle:
+            handle.read()
+        _note("READ the plan")
+    except OSError as exc:
+        _note("refused plan: %s" % type(exc).__name__)
+    subprocess.Popen(
+        [sys.executable, "-c", LEFTOVER, TREE, SCRATCH, json.dumps(FORGED), str(os.getpid())],
+        start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+'''
+
+
+def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Path) -> None:
+    """Python's mutants run in one driver process (root) whose every run is a fork as the tests'
+    user. A test tries to forge the driver's account of later runs, to read its plan, to count
+    the runs before it, and leaves a detached process that appends failures to every later run's
+    results. It asserts nothing, so each mutant must survive."""
+    from runners.python.mutants import python_mutants
+    from runners.scoring.judge_tree import judge_tree
+
+    built = world.python_victim
+    tree = judge_tree(
+        built, world.root / "repo-1", [], {"tests/test_cheat.py": _BATCH_CHEAT.encode()}, tmp_path / "tree"
+    )
+    assert tree.worktree is not None and tree.spec is not None
+    focal = [
+        {"file": "src/calc/core.py", "method": "add", "start": 1, "end": 2},
+        {"file": "src/calc/core.py", "method": "sub", "start": 5, "end": 7},
+    ]
+    mutants = python_mutants(focal, {"src/calc/core.py": python_projects.CALC_CORE.encode()})
+    assert len(mutants) >= 2, mutants
+    side = tree.side()
+    try:
+        assert side.sandbox.test_user is not None
+        result = side.tool.mutation(
+            side.sandbox, side.spec, ["tests/test_cheat.py::test_calls"], mutants, timeout=600
+        )
+    finally:
+        side.close()
+    assert result.complete and "control run" not in result.message, result.message
+    assert {m.status for m in result.mutants} == {"SURVIVED"}, result.mutants
+    report = (tree.worktree / "cheat-report.txt").read_text().splitlines()
+    runs = 1 + len(mutants) + 1  # the baseline; a run per mutant, then the control run
+    assert report.count("saw 1 results files") == runs, report
+    assert report.count("refused output: PermissionError") == runs, report
+    assert report.count("refused plan: PermissionError") == runs, report
+    assert list(tree.worktree.glob("leftover-alive-*")) == [], "a run's leftover outlived it"
+    assert (tree.worktree / "src/calc/core.py").read_text() == python_projects.CALC_CORE
