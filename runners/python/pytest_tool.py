@@ -59,6 +59,7 @@ from .venvs import (
     VenvBuildFailed,
     import_paths,
     prepare_venv,
+    site_packages,
     venv_for,
     venv_python,
 )
@@ -254,12 +255,18 @@ argv[1]: the plan (JSON, readable by this process alone): ``root`` (the tree), `
 run files' folder), ``keep`` (where each run's files are moved when it ends, out of the next
 runs' sight), ``budget`` (seconds: a run that could outlast it is not started, nor any after
 it), ``user`` ("uid:gid" the tests run as, every process of which is killed after each run; null:
-this process's user, and the run's process group is killed) and ``runs``: each with the pytest
+this process's user, and the run's process group is killed), ``site`` (the venv's
+site-packages, where this process imports pytest from) and ``runs``: each with the pytest
 arguments, its environment, its files' names (random: they say nothing of its place in the
 batch), its timeout, whether coverage.py traces it, and a file to write over before it
 (``write``) and put back after (``restore``).
 A line of JSON per run on stdout (where the tests cannot write): its exit code, whether it timed
-out and its duration, or why it was not run."""
+out and its duration, or why it was not run.
+
+It runs isolated and without ``site`` (``python -I -S``): nothing of the tree (a module named
+as one of the standard library's, on ``PYTHONPATH``) nor of the venv (its ``.pth`` files) runs
+before a run's process is the tests' user; each run then sets up its path as ``python -m``
+would (``site``, ``PYTHONPATH``, the working folder first)."""
 import errno
 import json
 import os
@@ -359,7 +366,12 @@ def _child(run, scratch, user, parent):
     if os.getppid() != parent:
         os._exit(70)
     os.environ.update(run["env"])
-    sys.path[0] = os.getcwd()  # as ``python -m`` has it
+    sys.dont_write_bytecode = bool(os.environ.get("PYTHONDONTWRITEBYTECODE"))
+    import site
+
+    site.main()  # the venv's .pth files, as the tests' user
+    paths = [path for path in os.environ.get("PYTHONPATH", "").split(os.pathsep) if path]
+    sys.path[:0] = [os.getcwd()] + paths  # as ``python -m`` has it
     sys.argv = ["pytest"] + run["argv"]
     cov = None
     code = 0
@@ -439,6 +451,8 @@ def main():
     with open(sys.argv[1]) as handle:
         plan = json.load(handle)
     user, runs, scratch, keep = plan["user"], plan["runs"], plan["scratch"], plan["keep"]
+    sys.dont_write_bytecode = True
+    sys.path.extend(plan["site"])  # pytest and coverage.py only: no .pth file is run here
     for run in runs:  # read before any test runs
         for key in ("write", "restore"):
             if run.get(key):
@@ -700,12 +714,13 @@ class PytestTool:
                 "scratch": str(scratch),
                 "keep": str(keep),
                 "user": sandbox.test_user,
+                "site": [str(path) for path in site_packages(venv)],
                 "budget": budget,
                 "runs": runs,
             }
             write_beneath(keep, "plan.json", json.dumps(plan).encode())
             write_beneath(keep, _DRIVER, _DRIVER_SOURCE.encode())
-            command = [str(venv_python(venv)), str(keep / _DRIVER), str(keep / "plan.json")]
+            command = [str(venv_python(venv)), "-I", "-S", str(keep / _DRIVER), str(keep / "plan.json")]
             env = _test_env(venv, worktree, (scratch,))
             env["COEVO_PYTEST_SELECT"] = str(scratch / "select.json")
             try:

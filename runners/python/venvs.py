@@ -658,6 +658,11 @@ def venv_python(venv: Path) -> Path:
     return venv / "bin" / "python"
 
 
+def site_packages(venv: Path) -> list[Path]:
+    """The venv's site-packages folders (at the same paths in Docker, where venvs are mounted)."""
+    return sorted(venv.glob("lib/python*/site-packages"))
+
+
 def venv_note(venv: Path) -> str:
     """The note recorded when the venv was built (a substitute interpreter), or ``""``."""
     try:

@@ -366,7 +366,7 @@ def test_calls(slow_teardown):
         _note("refused output: %s" % type(exc).__name__)
     try:
         with open("/proc/%d/cmdline" % driver, "rb") as handle:
-            plan = handle.read().split(b"\\0")[2].decode()
+            plan = handle.read().split(b"\\0")[-2].decode()  # the driver's last argument
         with open(plan) as handle:
             handle.read()
         _note("READ the plan")
@@ -379,18 +379,27 @@ def test_calls(slow_teardown):
 '''
 
 
+_SHADOW = """\
+import os
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "shadow-imported"), "a") as out:
+    out.write("uid %d\\n" % os.getuid())
+raise ImportError("a module of the tree named as the standard library's")
+"""
+
+
 def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Path) -> None:
     """Python's mutants run in one driver process (root) whose every run is a fork as the tests'
     user. A test tries to forge the driver's account of later runs, to read its plan, to count
     the runs before it, and leaves a detached process that appends failures to every later run's
-    results. It asserts nothing, so each mutant must survive."""
+    results; the tree holds modules named as the standard library's (on ``PYTHONPATH``, before
+    it). The test asserts nothing, so each mutant must survive."""
     from runners.python.mutants import python_mutants
     from runners.scoring.judge_tree import judge_tree
 
     built = world.python_victim
-    tree = judge_tree(
-        built, world.root / "repo-1", [], {"tests/test_cheat.py": _BATCH_CHEAT.encode()}, tmp_path / "tree"
-    )
+    given = {"tests/test_cheat.py": _BATCH_CHEAT.encode()}
+    given |= {name: _SHADOW.encode() for name in ("errno.py", "json.py", "runpy.py", "src/signal.py")}
+    tree = judge_tree(built, world.root / "repo-1", [], given, tmp_path / "tree")
     assert tree.worktree is not None and tree.spec is not None
     focal = [
         {"file": "src/calc/core.py", "method": "add", "start": 1, "end": 2},
@@ -415,3 +424,7 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     assert report.count("refused plan: PermissionError") == runs, report
     assert list(tree.worktree.glob("leftover-alive-*")) == [], "a run's leftover outlived it"
     assert (tree.worktree / "src/calc/core.py").read_text() == python_projects.CALC_CORE
+    # The tests' own process may import the tree's modules (as ``python -m pytest`` does); the
+    # driver, which is root, never does.
+    for marker in (tree.worktree / "shadow-imported", tree.worktree / "src" / "shadow-imported"):
+        assert "uid 0" not in (marker.read_text().splitlines() if marker.exists() else []), marker
