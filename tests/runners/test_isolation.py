@@ -276,6 +276,10 @@ def test_a_hostile_pom_and_test_write_nothing_shared(world: World) -> None:
 
     release_revision(world.work, world.root / "repo-4", built.sha, "docker")
     assert not revision_repository(built.worktree).exists() and not built.worktree.exists()
+    # Its deps image is this run's own (the pom names this run's folders and port): 22 MB a run,
+    # left behind on every machine that runs the suite, unless removed.
+    assert built.image.startswith("coevo-deps:")
+    docker_client().images.remove(built.image)
 
 
 def test_a_link_a_build_leaves_in_its_worktree_leads_the_host_nowhere(world: World) -> None:
