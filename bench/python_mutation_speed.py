@@ -99,13 +99,12 @@ SPEC = EnvSpec(
 def per_process(tool: PytestTool, box: LocalSandbox, tests: list[str], mutants: list) -> list[str]:
     """The previous way: a process per mutant, the host writing each mutant over the module
     (``mutants``: those the driver's way ran, not those no test's coverage reached)."""
-    original = box.read_file("shapes.py")
-    assert original is not None
+    originals = {mutant.file: box.read_file(mutant.file) or b"" for mutant in mutants}
     statuses = []
     for mutant in mutants:
         box.write_file(mutant.file, mutant.source)
         run, records = tool._run(box, SPEC, tests, 60, coverage=True, measure=False)
-        box.write_file(mutant.file, original)
+        box.write_file(mutant.file, originals[mutant.file])
         statuses.append(_fate(mutant, run, records).status)
     return statuses
 
