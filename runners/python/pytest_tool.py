@@ -409,8 +409,64 @@ def _child(run, scratch, user, parent):
         os._exit(code & 0xFF)
 
 
+_USER_PLACES = ("/tmp", "/var/tmp", "/dev/shm", "/dev/mqueue")
+"""Where the tests' user can write in a judge container besides the tree and the scratch folder."""
+
+
+def _remove_ipc(user):
+    """The System V shared memory, semaphores and message queues of the tests' user: they outlive
+    its processes in the container, so a run could count the runs before it with one."""
+    if _libc is None:
+        return
+    uid = _ids(user)[0]
+    for kind in ("shm", "sem", "msg"):
+        try:
+            with open("/proc/sysvipc/" + kind) as handle:
+                header, rows = handle.readline().split(), handle.read().splitlines()
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) != len(header) or int(fields[header.index("uid")]) != uid:
+                continue
+            number = int(fields[1])
+            if kind == "shm":
+                _libc.shmctl(number, 0, None)  # IPC_RMID
+            elif kind == "sem":
+                _libc.semctl(number, 0, 0)
+            else:
+                _libc.msgctl(number, 0, None)
+
+
+def _remove_writes(user, places, spared):
+    """Everything the tests' user made under ``places`` (files, links, folders; ``spared`` aside):
+    each run starts from what the first one found, so no run learns its place in the batch from
+    what the runs before it left."""
+    uid = _ids(user)[0]
+    for place in places:
+        for folder, dirs, names in os.walk(place):
+            for name in dirs + names:
+                path = os.path.join(folder, name)
+                try:
+                    info = os.lstat(path)
+                except OSError:
+                    continue
+                if info.st_uid != uid or path in spared:
+                    continue  # what coevo made stays (and is walked, but for what is spared)
+                if stat.S_ISDIR(info.st_mode):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    try:
+                        os.unlink(path)
+                    except OSError:
+                        pass
+            kept = [os.path.join(folder, name) for name in dirs]
+            dirs[:] = [name for name, path in zip(dirs, kept) if path not in spared and os.path.lexists(path)]
+
+
 def _kill_leftovers(pid, user):
-    """What the run left running: its process group; with a user, every process of it."""
+    """What the run left running: its process group; with a user, every process of it and its
+    System V objects."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
@@ -422,6 +478,7 @@ def _kill_leftovers(pid, user):
         try:
             _as_user(user)
             os.kill(-1, signal.SIGKILL)  # every process of the user but the caller
+            _remove_ipc(user)  # as their owner: root in a container may not
         finally:
             os._exit(0)
     os.waitpid(killer, 0)
@@ -493,6 +550,8 @@ def main():
                 os.rename(os.path.join(scratch, name), os.path.join(keep, name))
             except OSError:
                 pass
+        if user:
+            _remove_writes(user, (plan["root"], scratch) + _USER_PLACES, {keep})
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
         _say({"run": number, "exit": code, "timed_out": timed_out, "duration": duration})
 

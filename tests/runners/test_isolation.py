@@ -313,6 +313,8 @@ def test_a_link_a_build_leaves_in_its_worktree_leads_the_host_nowhere(world: Wor
 
 
 _BATCH_CHEAT = '''\
+import ctypes
+import errno
 import glob
 import json
 import os
@@ -334,8 +336,8 @@ import glob, json, os, sys, time
 while os.getppid() == int(sys.argv[4]):  # until the run that started it is over
     time.sleep(0.01)
 time.sleep(0.3)  # the driver has had its time to kill it; the next run is under way
-with open(os.path.join(sys.argv[1], "leftover-alive-%d" % os.getpid()), "w"):
-    pass
+with open(os.path.join(sys.argv[1], "cheat-report.txt"), "a") as out:
+    out.write("LEFTOVER ALIVE" + chr(10))
 for _ in range(600):
     for name in glob.glob(os.path.join(sys.argv[2], "*.results")):
         with open(name, "a") as out:
@@ -360,6 +362,15 @@ def test_calls(slow_teardown):
     add(1, 2)
     sub(3, 1)  # nothing asserted: every mutant survives unless a run is tampered with
     _note("saw %d results files" % len(glob.glob(os.path.join(SCRATCH, "*.results"))))
+    places = (TREE, os.path.join(TREE, "tests"), SCRATCH, "/tmp", "/dev/shm")
+    seen = sum(len(glob.glob(os.path.join(place, "count-*"))) for place in places)
+    libc = ctypes.CDLL(None, use_errno=True)  # a System V semaphore outlives the process
+    if libc.semget(0xC0E0, 1, 0o1000 | 0o2000 | 0o600) == -1 and ctypes.get_errno() == errno.EEXIST:
+        seen += 1  # IPC_CREAT | IPC_EXCL failed: a run before made it
+    _note("earlier runs seen: %d" % seen)  # by what they left: a counter would tell the last run
+    for place in places:
+        with open(os.path.join(place, "count-%d" % os.getpid()), "w"):
+            pass
     driver = os.getppid()
     status = {"run": 1, "exit": 0, "timed_out": True, "duration": 99.0}
     try:
@@ -395,8 +406,9 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     """Python's mutants run in one driver process (root) whose every run is a fork as the tests'
     user. A test tries to forge the driver's account of later runs, to read its plan, to count
     the runs before it, and leaves a detached process that appends failures to every later run's
-    results; the tree holds modules named as the standard library's (on ``PYTHONPATH``, before
-    it). The test asserts nothing, so each mutant must survive."""
+    results, and counts the runs before it by the files they left (in the tree, the scratch
+    folder, ``/tmp``, ``/dev/shm``); the tree holds modules named as the standard library's (on
+    ``PYTHONPATH``, before it). The test asserts nothing, so each mutant must survive."""
     from runners.python.mutants import python_mutants
     from runners.scoring.judge_tree import judge_tree
 
@@ -405,6 +417,9 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     given |= {name: _SHADOW.encode() for name in ("errno.py", "json.py", "runpy.py", "src/signal.py")}
     tree = judge_tree(built, world.root / "repo-1", [], given, tmp_path / "tree")
     assert tree.worktree is not None and tree.spec is not None
+    report_file = tree.worktree / "cheat-report.txt"  # coevo's (root's): kept between runs
+    report_file.write_text("")
+    report_file.chmod(0o666)
     focal = [
         {"file": "src/calc/core.py", "method": "add", "start": 1, "end": 2},
         {"file": "src/calc/core.py", "method": "sub", "start": 5, "end": 7},
@@ -421,12 +436,13 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
         side.close()
     assert result.complete and "control run" not in result.message, result.message
     assert {m.status for m in result.mutants} == {"SURVIVED"}, result.mutants
-    report = (tree.worktree / "cheat-report.txt").read_text().splitlines()
+    report = report_file.read_text().splitlines()
     runs = 1 + len(mutants) + 1  # the baseline; a run per mutant, then the control run
     assert report.count("saw 1 results files") == runs, report
     assert report.count("refused output: PermissionError") == runs, report
     assert report.count("refused plan: PermissionError") == runs, report
-    assert list(tree.worktree.glob("leftover-alive-*")) == [], "a run's leftover outlived it"
+    assert report.count("earlier runs seen: 0") == runs, report
+    assert "LEFTOVER ALIVE" not in report, "a run's leftover outlived it"
     assert (tree.worktree / "src/calc/core.py").read_text() == python_projects.CALC_CORE
     # The tests' own process may import the tree's modules (as ``python -m pytest`` does); the
     # driver, which is root, never does.
