@@ -464,9 +464,9 @@ def _remove_writes(user, places, spared):
             dirs[:] = [name for name, path in zip(dirs, kept) if path not in spared and os.path.lexists(path)]
 
 
-def _kill_leftovers(pid, user):
-    """What the run left running: its process group; with a user, every process of it and its
-    System V objects."""
+def _kill_leftovers(pid, user, clean):
+    """What the run left running: its process group; with a user, every process of it (and, when
+    ``clean``, its System V objects)."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except OSError:
@@ -478,7 +478,8 @@ def _kill_leftovers(pid, user):
         try:
             _as_user(user)
             os.kill(-1, signal.SIGKILL)  # every process of the user but the caller
-            _remove_ipc(user)  # as their owner: root in a container may not
+            if clean:
+                _remove_ipc(user)  # as their owner: root in a container may not
         finally:
             os._exit(0)
     os.waitpid(killer, 0)
@@ -539,7 +540,11 @@ def main():
                 os._exit(70)
         status, timed_out = _wait(pid, run["timeout"])
         duration = time.time() - began
-        _kill_leftovers(pid, user)
+        # Between the runs of a batch (a mutation phase), what the tests' user made is removed:
+        # the next run starts from what the first found. After the last, what the tests left stays
+        # for the sandbox's next batch, as it would for another process (a rerun sees it).
+        between = bool(user) and number < len(runs) - 1
+        _kill_leftovers(pid, user, between)
         if run.get("restore"):
             try:
                 _write(plan["root"], *run["restore"])
@@ -550,7 +555,7 @@ def main():
                 os.rename(os.path.join(scratch, name), os.path.join(keep, name))
             except OSError:
                 pass
-        if user:
+        if between:
             _remove_writes(user, (plan["root"], scratch) + _USER_PLACES, {keep})
         code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
         _say({"run": number, "exit": code, "timed_out": timed_out, "duration": duration})

@@ -415,6 +415,14 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     built = world.python_victim
     given = {"tests/test_cheat.py": _BATCH_CHEAT.encode()}
     given |= {name: _SHADOW.encode() for name in ("errno.py", "json.py", "runpy.py", "src/signal.py")}
+    tests = ["tests/test_cheat.py::test_calls"]
+    # As scoring does: the run on the new code in a tree and container of its own, then the
+    # mutation phase in a fresh one.
+    base = judge_tree(built, world.root / "repo-1", [], given, tmp_path / "base").side()
+    try:
+        baseline = base.tool.run_tests(base.sandbox, base.spec, tests, 600, coverage=True)
+    finally:
+        base.close()
     tree = judge_tree(built, world.root / "repo-1", [], given, tmp_path / "tree")
     assert tree.worktree is not None and tree.spec is not None
     report_file = tree.worktree / "cheat-report.txt"  # coevo's (root's): kept between runs
@@ -429,15 +437,13 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     side = tree.side()
     try:
         assert side.sandbox.test_user is not None
-        result = side.tool.mutation(
-            side.sandbox, side.spec, ["tests/test_cheat.py::test_calls"], mutants, timeout=600
-        )
+        result = side.tool.mutation(side.sandbox, side.spec, tests, mutants, 600, baseline=baseline)
     finally:
         side.close()
     assert result.complete and "control run" not in result.message, result.message
     assert {m.status for m in result.mutants} == {"SURVIVED"}, result.mutants
     report = report_file.read_text().splitlines()
-    runs = 1 + len(mutants) + 1  # the baseline; a run per mutant, then the control run
+    runs = len(mutants) + 1  # a run per mutant, then the control run
     assert report.count("saw 1 results files") == runs, report
     assert report.count("refused output: PermissionError") == runs, report
     assert report.count("refused plan: PermissionError") == runs, report
