@@ -22,8 +22,10 @@ import pytest
 
 from runners.environments.environment import revision_repository
 from runners.environments.revisions import BuiltRevision, prepare_revision, release_revision
+from runners.python.mutants import python_mutants
 from runners.sandbox.base import UnsafePath
 from runners.sandbox.docker_sandbox import docker_client
+from runners.scoring.judge_tree import judge_tree
 from tests.gitrepo import GitRepo
 from tests.runners import hostile_projects, maven_projects, python_projects
 from tests.runners.hostile_projects import Targets, snapshot
@@ -409,9 +411,6 @@ def test_the_runs_of_a_batch_cannot_reach_each_other(world: World, tmp_path: Pat
     results, and counts the runs before it by the files they left (in the tree, the scratch
     folder, ``/tmp``, ``/dev/shm``); the tree holds modules named as the standard library's (on
     ``PYTHONPATH``, before it). The test asserts nothing, so each mutant must survive."""
-    from runners.python.mutants import python_mutants
-    from runners.scoring.judge_tree import judge_tree
-
     built = world.python_victim
     given = {"tests/test_cheat.py": _BATCH_CHEAT.encode()}
     given |= {name: _SHADOW.encode() for name in ("errno.py", "json.py", "runpy.py", "src/signal.py")}
