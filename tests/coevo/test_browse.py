@@ -6,7 +6,6 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 from sqlmodel import select
 
 from tasks import AgentRun, Candidate, Task, TaskStatus, open_store
+from tests import cli
 from tests.curation.small import curated_on_host
 from tests.gitrepo import GitRepo
 
@@ -85,10 +85,7 @@ def curated(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Curated]:
 
 
 def coevo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "coevo"
-    return subprocess.run(
-        [str(exe), *args], capture_output=True, text=True, check=False, env={**os.environ, **(env or {})}
-    )
+    return cli.coevo(*args, env={**os.environ, **(env or {})})
 
 
 def test_tasks_lists_newest_first_then_counts(curated: Curated, tmp_path: Path) -> None:

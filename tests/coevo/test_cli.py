@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import click
@@ -13,6 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from coevo.cli import app, main
+from tests.cli import coevo
 from tests.gitrepo import GitRepo
 from tests.miner.histories import java_history
 
@@ -20,14 +19,8 @@ COMMANDS = app.list_commands(click.Context(app))
 """Every command, as ``coevo --help`` lists them (each loaded from its stage's module when used)."""
 
 
-def coevo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """Runs the installed console script, as a user would."""
-    exe = Path(sys.executable).parent / "coevo"
-    return subprocess.run([str(exe), *args], capture_output=True, text=True, cwd=cwd, check=False)
-
-
 def test_the_console_script_lists_every_command() -> None:
-    result = coevo("--help")
+    result = coevo("--help", fresh=True)  # the console script as it starts
     assert result.returncode == 0, result.stderr
     listed = {line.split()[0] for line in result.stdout.split("Commands:")[1].splitlines() if line.strip()}
     assert listed == set(COMMANDS)
@@ -129,7 +122,7 @@ def test_readme_first_command_example_then_run_gives_a_task_of_each_track(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("COEVO_WORK", str(tmp_path / "work"))
-    made = coevo("example", "example-repo", cwd=tmp_path)
+    made = coevo("example", "example-repo", cwd=tmp_path, fresh=True)
     assert made.stdout.startswith("wrote example-repo"), made.stderr
     again = coevo("example", "example-repo", cwd=tmp_path)  # the README command can be run twice
     assert again.returncode == 0 and again.stdout.startswith("already there: example-repo")
@@ -187,10 +180,9 @@ def test_mine_a_clone_url_then_fetch_new_commits(tmp_path: Path) -> None:
     clones = tmp_path / "clones"
 
     def mine_url() -> dict:
-        result = subprocess.run(
-            [str(Path(sys.executable).parent / "coevo"), "mine", repo.path.as_uri(), "--json",
-             "--db", str(tmp_path / "c.db")],
-            capture_output=True, text=True, env={**os.environ, "COEVO_CLONES": str(clones)}, check=False,
+        result = coevo(
+            "mine", repo.path.as_uri(), "--json", "--db", str(tmp_path / "c.db"),
+            env={**os.environ, "COEVO_CLONES": str(clones)},
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         (run,) = json.loads(result.stdout)["runs"]

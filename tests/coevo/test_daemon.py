@@ -15,6 +15,7 @@ import pytest
 
 import miner
 from tasks import Cycle, CycleStatus, MinedCommit, Task, open_store
+from tests import cli
 from tests.gitrepo import GitRepo
 
 _SHAPES = '"""Areas."""\n\n\ndef square(side):\n    return side * side\n'
@@ -70,11 +71,10 @@ def test_daemon_mines_new_commits_each_cycle_stops_on_sigterm_and_resumes_from_t
     )
     (tmp_path / "repos.txt").write_text(f"# the fixture remote\nfile://{remote.path}\n")
     db, log = tmp_path / "coevo.db", tmp_path / "daemon.log"
-    add = subprocess.run(
-        [str(_EXE), "schedule", "add", "live", "--every", "1", "--repos", str(tmp_path / "repos.txt"),
-         "--backend", "local", "--reruns", "1", "--snapshots", str(tmp_path / "snapshots"),
-         "--site", str(tmp_path / "site"), "--db", str(db)],
-        capture_output=True, text=True, env=env, check=False,
+    add = cli.coevo(
+        "schedule", "add", "live", "--every", "1", "--repos", str(tmp_path / "repos.txt"),
+        "--backend", "local", "--reruns", "1", "--snapshots", str(tmp_path / "snapshots"),
+        "--site", str(tmp_path / "site"), "--db", str(db), env=env,
     )  # fmt: skip
     assert add.returncode == 0, add.stderr
 

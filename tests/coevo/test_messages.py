@@ -24,6 +24,7 @@ import pytest
 from sqlmodel import select
 
 from tasks import CurationRecord, Task, Track, open_store
+from tests.cli import coevo
 from tests.gitrepo import GitRepo
 
 EXE = Path(sys.executable).parent / "coevo"
@@ -73,9 +74,7 @@ class Curated:
     run: subprocess.CompletedProcess[str]
 
     def coevo(self, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(EXE), *args], capture_output=True, text=True, env=env or self.env, check=False, timeout=900
-        )
+        return coevo(*args, env=env or self.env, timeout=900)
 
 
 def shapes_history(path: Path) -> GitRepo:
@@ -246,14 +245,10 @@ def test_bracketed_project_data_prints_as_written(tmp_path: Path) -> None:
         '[project.optional-dependencies]\ntest = ["pytest"]\ndev = ["ruff"]\n'
     )
     repo.commit("initial", "2024-05-01T10:00:00+00:00", {"pyproject.toml": pyproject, "extras.py": ""})
-    shown = subprocess.run(
-        [str(EXE), "env", "show", str(repo.path)], capture_output=True, text=True, check=False
-    )
+    shown = coevo("env", "show", str(repo.path))
     assert "install    pip install -e .[test,dev]" in shown.stdout.splitlines(), shown.stdout
     db = str(tmp_path / "c.db")
-    mined = subprocess.run([str(EXE), "mine", str(repo.path), "--db", db], capture_output=True, text=True)
+    mined = coevo("mine", str(repo.path), "--db", db)
     assert mined.returncode == 0, mined.stderr
-    missing = subprocess.run(
-        [str(EXE), "candidates", "--repo", "x[bold]y[/bold]", "--db", db], capture_output=True, text=True
-    )
+    missing = coevo("candidates", "--repo", "x[bold]y[/bold]", "--db", db)
     assert missing.stderr.splitlines() == ["error: no repository named 'x[bold]y[/bold]' (known: extras)"]

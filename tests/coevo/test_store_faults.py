@@ -19,15 +19,14 @@ from pathlib import Path
 import pytest
 
 from tasks import LOCK_TIMEOUT_ENV
+from tests import cli
 
 COEVO = str(Path(sys.executable).parent / "coevo")
 READ_COMMANDS = (("candidates",), ("funnel",), ("leaderboard",), ("show-run", "gold", "gen-0"))
 
 
 def coevo(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [COEVO, *args], capture_output=True, text=True, env={**os.environ, **(env or {})}, check=False
-    )
+    return cli.coevo(*args, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")

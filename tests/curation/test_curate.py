@@ -40,6 +40,7 @@ from tasks import (
     TestChangeKind,
     open_store,
 )
+from tests import cli
 from tests.curation.histories import PYTHON_EXPECTED, TEST_TIMEOUT, python_curation_history
 from tests.gitrepo import GitRepo
 
@@ -379,13 +380,10 @@ def test_sigterm_leaves_the_run_interrupted_and_the_next_start_marks_a_killed_on
 
 
 def test_funnel_and_curate_cli_on_an_uncurated_database(tmp_path: Path) -> None:
-    exe = Path(sys.executable).parent / "coevo"
     repo = python_curation_history(tmp_path / "calc")
     db = tmp_path / "c.db"
     _mine(repo, db, "python")
-    shown = subprocess.run(
-        [str(exe), "funnel", "--db", str(db), "--json"], capture_output=True, text=True, check=False
-    )
+    shown = cli.coevo("funnel", "--db", str(db), "--json")
     assert shown.returncode == 0, shown.stderr
     counts = json.loads(shown.stdout)
     assert counts["overall"]["pairs"] == 17 and counts["overall"]["records"] == 0
@@ -394,11 +392,9 @@ def test_funnel_and_curate_cli_on_an_uncurated_database(tmp_path: Path) -> None:
         "updated": 5,
         "unchanged_with_changed_dependencies": 2,
     }
-    text = subprocess.run([str(exe), "funnel", "--db", str(db)], capture_output=True, text=True, check=False)
+    text = cli.coevo("funnel", "--db", str(db))
     assert "candidate pairs" in text.stdout and "17" in text.stdout
-    bad = subprocess.run(
-        [str(exe), "curate", "--db", str(db), "--repo", "nope"], capture_output=True, text=True, check=False
-    )
+    bad = cli.coevo("curate", "--db", str(db), "--repo", "nope")
     assert bad.returncode == 1 and bad.stderr.splitlines() == [
         "error: no repository named 'nope' in the database"
     ]

@@ -27,6 +27,7 @@ from tasks import (
     TaskStatus,
     open_store,
 )
+from tests import cli
 from tests.curation.histories import MAIN, TEST, _java_class, _java_test, _m, _t
 from tests.gitrepo import GitRepo
 from tests.runners.maven_projects import JUPITER_DEPS, pom
@@ -37,9 +38,7 @@ NO_DAEMON = "tcp://127.0.0.1:9"
 
 
 def _coevo(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [COEVO, *args], capture_output=True, text=True, env={**os.environ, **env}, check=False
-    )
+    return cli.coevo(*args, env={**os.environ, **env})
 
 
 def _count(db: Path, table: type) -> int:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from sqlmodel import select
 
 from curation import funnel
 from tasks import CuratedPair, Task, open_store
+from tests import cli
 from tests.curation.small import mined_and_curated, records
 from tests.gitrepo import GitRepo
 
@@ -23,11 +23,7 @@ ADD3_TEST = "\n\ndef test_add3():\n    assert add3(1, 2, 3) == 6\n"
 
 
 def _coevo(db: Path, work: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    exe = Path(sys.executable).parent / "coevo"
-    env = {**os.environ, "COEVO_WORK": str(work)}
-    return subprocess.run(
-        [str(exe), *args, "--db", str(db)], capture_output=True, text=True, check=False, env=env
-    )
+    return cli.coevo(*args, "--db", str(db), env={**os.environ, "COEVO_WORK": str(work)})
 
 
 def test_unchanged_tests_are_curated_only_when_asked_for_and_nothing_is_curated_twice(

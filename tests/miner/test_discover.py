@@ -11,8 +11,6 @@ import json
 import os
 import random
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +28,7 @@ from miner import (
 )
 from tasks import DiscoveredRepository, ExportOptions, Repository, Store, Task, Track, open_store
 from tasks.snapshot import _card, task_snapshot_row
+from tests import cli
 
 from .github_fake import NOW, FakeClock, FakeGitHub, FakeRepo, Reply, serve
 
@@ -356,13 +355,10 @@ def test_the_funnel_counts_discovery_before_mining(fake: FakeGitHub, clock: Fake
 
 
 def test_the_cli_discovers_as_json(fake: FakeGitHub, tmp_path: Path) -> None:
-    exe = Path(sys.executable).parent / "coevo"
     db = tmp_path / "c.db"
     env = {**os.environ, "GITHUB_TOKEN": "t0ken", "COEVO_CLONES": str(tmp_path / "clones")}
-    args = [str(exe), "discover", "--api-url", fake.base, "--language", "java", "--min-stars", "5"]
-    shown = subprocess.run(
-        [*args, "--limit", "8", "--add", "--json", "--db", str(db)], capture_output=True, text=True, env=env
-    )
+    args = ["discover", "--api-url", fake.base, "--language", "java", "--min-stars", "5"]
+    shown = cli.coevo(*args, "--limit", "8", "--add", "--json", "--db", str(db), env=env)
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)
     assert [(row["full_name"], row["reason"]) for row in rows] == [
@@ -387,7 +383,7 @@ def test_the_cli_discovers_as_json(fake: FakeGitHub, tmp_path: Path) -> None:
     assert all(seen.headers.get("X-GitHub-Api-Version") == "2022-11-28" for seen in fake.seen)
     assert all(seen.headers.get("Accept") == "application/vnd.github+json" for seen in fake.seen)
 
-    text = subprocess.run([*args, "--limit", "8", "--db", str(db)], capture_output=True, text=True, env=env)
+    text = cli.coevo(*args, "--limit", "8", "--db", str(db), env=env)
     assert text.returncode == 0, text.stderr
     lines = text.stdout.splitlines()
     assert lines[0] == "acme/forked  900★  MIT  fork (a fork)"
@@ -397,22 +393,16 @@ def test_the_cli_discovers_as_json(fake: FakeGitHub, tmp_path: Path) -> None:
     assert summary is not None, lines[-1]
     assert int(summary[1]) == len(fake.seen) // 2 and int(summary[2]) == int(summary[1]) - 1
 
-    funnel_text = subprocess.run(
-        [str(exe), "funnel", "--db", str(db)], capture_output=True, text=True, env=env
-    )
+    funnel_text = cli.coevo("funnel", "--db", str(db), env=env)
     assert "discovered" in funnel_text.stdout and "2 no_licence" in funnel_text.stdout
 
-    bad = subprocess.run(
-        [*args, "--pushed-since", "last week", "--db", str(db)], capture_output=True, text=True
-    )
+    bad = cli.coevo(*args, "--pushed-since", "last week", "--db", str(db))
     assert bad.returncode == 1
     assert bad.stderr.splitlines() == [
         "error: --pushed-since 'last week' is not a date; use YYYY-MM-DD or an ISO 8601 time"
     ]
     fake.inject(SEARCH, Reply(200, {}, "not json"))
-    broken = subprocess.run(
-        [*args, "--db", str(tmp_path / "other.db")], capture_output=True, text=True, env=env
-    )
+    broken = cli.coevo(*args, "--db", str(tmp_path / "other.db"), env=env)
     assert broken.returncode == 1 and len(broken.stderr.splitlines()) == 1
     assert (
         broken.stderr.startswith("error: GET /search/repositories?q=") and "malformed JSON" in broken.stderr

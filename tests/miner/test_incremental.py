@@ -17,6 +17,7 @@ from sqlmodel import func, select
 
 from miner import MineRequest, Progress, mine
 from tasks import Candidate, MinedCommit, MiningRun, Repository, RevisionPair, Store, open_store
+from tests import cli
 from tests.gitrepo import GitRepo, synthetic_history
 from tests.miner.histories import python_history
 
@@ -267,9 +268,8 @@ def test_a_shallow_clone_warns_once_and_unshallowed_mines_what_the_cut_hid(tmp_p
         check=True,
         capture_output=True,
     )
-    coevo = str(Path(sys.executable).parent / "coevo")
     db = tmp_path / "coevo.db"
-    cut = subprocess.run([coevo, "mine", str(clone), "--db", str(db)], capture_output=True, text=True)
+    cut = cli.coevo("mine", str(clone), "--db", str(db))
     assert cut.returncode == 0, cut.stderr
     assert cut.stderr.splitlines() == [
         f"warning: {clone} is a shallow clone: its history is cut, so pairs before the cut will be "
@@ -279,7 +279,7 @@ def test_a_shallow_clone_warns_once_and_unshallowed_mines_what_the_cut_hid(tmp_p
     store = open_store(db)
     partial = _candidate_keys(store)
     subprocess.run(["git", "-C", str(clone), "fetch", "-q", "--unshallow"], check=True, capture_output=True)
-    whole = subprocess.run([coevo, "mine", str(clone), "--db", str(db)], capture_output=True, text=True)
+    whole = cli.coevo("mine", str(clone), "--db", str(db))
     assert whole.returncode == 0 and whole.stderr == ""
     full = open_store(tmp_path / "full.db")
     mine(full, MineRequest(location=str(repo.path)))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from tasks import (
     Store,
     open_store,
 )
+from tests import cli
 from tests.gitrepo import GitRepo
 from tests.miner.histories import ARITH_PY_TEST, CORE_TEST, python_history
 
@@ -241,10 +240,8 @@ def test_parser_warnings_are_recorded_and_never_printed(tmp_path: Path) -> None:
         "tests/test_core.py": test + "\n\ndef test_word():\n    assert digits('a') == ['a']\n",
     })  # fmt: skip
     db = tmp_path / "coevo.db"
-    result = subprocess.run(
-        [str(Path(sys.executable).parent / "coevo"), "mine", str(repo.path), "--db", str(db)],
-        capture_output=True, text=True, env={**os.environ, "PYTHONWARNINGS": _LOUD}, check=False,
-    )  # fmt: skip
+    # PYTHONWARNINGS is read as Python starts: a process of its own (cli.coevo sees it too).
+    result = cli.coevo("mine", str(repo.path), "--db", str(db), env={**os.environ, "PYTHONWARNINGS": _LOUD})
     assert result.returncode == 0 and result.stderr == ""
     assert "2 candidates, 0 files skipped" in result.stdout
     with open_store(db).session() as s:

@@ -13,6 +13,7 @@ import pytest
 
 import miner
 from tasks import Cycle, CycleStatus, DiscoveredRepository, Owner, open_store
+from tests import cli
 from tests.gitrepo import GitRepo
 
 _EXE = Path(sys.executable).parent / "coevo"
@@ -21,7 +22,7 @@ _TEST = "from shapes import square\n\n\ndef test_square():\n    assert square(2)
 
 def coevo(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "COEVO_WORK": str(cwd / "work")}
-    return subprocess.run([str(_EXE), *args], capture_output=True, text=True, cwd=cwd, env=env, check=False)
+    return cli.coevo(*args, cwd=cwd, env=env)
 
 
 def _repo(path: Path) -> GitRepo:

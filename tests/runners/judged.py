@@ -13,6 +13,7 @@ from pathlib import Path
 from sqlmodel import select
 
 from tasks import AgentRun, Task, open_store
+from tests import cli
 from tests.shared import Shared
 
 COEVO = str(Path(sys.executable).parent / "coevo")
@@ -38,12 +39,10 @@ class Curated:
     def score(
         self, agent: str, agents_file: Path | None = None, *args: str
     ) -> subprocess.CompletedProcess[str]:
-        command = [COEVO, "score", "--agent", agent, "--db", str(self.db), "--timeout", "120", *args]
+        command = ["score", "--agent", agent, "--db", str(self.db), "--timeout", "120", *args]
         if agents_file is not None:
             command += ["--agents-file", str(agents_file)]
-        return subprocess.run(
-            command, capture_output=True, text=True, env={**os.environ, **self.env}, check=False
-        )
+        return cli.coevo(*command, env={**os.environ, **self.env})
 
     def runs(self, agent: str) -> dict[str, AgentRun]:
         """The agent's runs by track."""

@@ -13,14 +13,13 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests import cli
 from tests.runners import adversaries as a
 from tests.runners.judged import (
-    COEVO,
     ONCE,
     Curated,
     fingerprint,
@@ -126,9 +125,7 @@ def test_what_the_agent_leaves_is_read_safely(python_tasks: Curated, tmp_path: P
             assert host_secret not in stored and "SQLite format" not in stored and len(stored) < 100_000
     # The terminal's escapes are stored as written but shown escaped.
     gid = python_tasks.tasks["generation"].id
-    shown = subprocess.run(
-        [COEVO, "show-run", "terminal", gid, "--db", str(store)], capture_output=True, text=True
-    )
+    shown = cli.coevo("show-run", "terminal", gid, "--db", str(store))
     assert "\\x1b[2J\\x1b[31mred\\x1b]0;title\\x07" in shown.stdout and "\x1b" not in shown.stdout
     assert python_tasks.runs("terminal")["generation"].tokens == 5
 

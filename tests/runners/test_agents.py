@@ -20,6 +20,7 @@ from coevo.example import write_example
 from runners.scoring.agents import Agent, BadAgent, check_mount, load_agents, protected_folders
 from runners.scoring.scorer import ScoreOptions, score
 from tasks import AgentRun, Repository, Task, open_store
+from tests.cli import coevo
 from tests.shared import curated_once
 
 EXE = Path(sys.executable).parent / "coevo"
@@ -310,14 +311,7 @@ def _copy(curated: Curated, folder: Path) -> Path:
 def _coevo(
     curated: Curated, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(EXE), *args],
-        capture_output=True,
-        text=True,
-        env={**os.environ, **curated.env, **(env or {})},
-        check=False,
-        timeout=600,
-    )
+    return coevo(*args, env={**os.environ, **curated.env, **(env or {})}, timeout=600)
 
 
 def _refused(curated: Curated, folder: Path, agents: str, backend: str) -> tuple[list[str], int]:

@@ -24,6 +24,7 @@ from coevo.example import write_example
 from runners.scoring.agents import Agent, BadAgent, find_agent, load_agents
 from runners.scoring.scorer import ScoreOptions, leaderboard, prepare_workspace, score
 from tasks import AgentRun, Repository, Task, Track, open_store
+from tests import cli
 from tests.shared import curated_once
 
 GOLD_GENERATION = "triangle(4, 3) == 6"
@@ -262,10 +263,7 @@ def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
         )
 
     # Both rates are reported, StrictSuccess% first.
-    exe = Path(sys.executable).parent / "coevo"
-    board = subprocess.run(
-        [str(exe), "leaderboard", "--db", str(db), "--json"], capture_output=True, text=True
-    )
+    board = cli.coevo("leaderboard", "--db", str(db), "--json")
     rows = [(r["agent"], r["strict_success_rate"], r["success_rate"]) for r in json.loads(board.stdout)]
     assert rows == [
         ("gold", 100.0, 100.0),
@@ -274,14 +272,13 @@ def test_strict_success_needs_a_detected_mutant_and_a_test_that_passes_twice(
         ("noop", 0.0, 0.0),
         ("stateful3", 0.0, 0.0),
     ]
-    table = subprocess.run([str(exe), "leaderboard", "--db", str(db)], capture_output=True, text=True).stdout
+    table = cli.coevo("leaderboard", "--db", str(db)).stdout
     assert table.splitlines()[0].split()[3:6] == ["StrictSuccess%", "Success%", "Pass%"]
     for agent, mark in (
         ("gold", "(strict success)"),
         ("shallow", "(success, not strict: detects no mutant)"),
     ):
-        show = [str(exe), "show-run", agent, tasks.update.id, "--db", str(db)]
-        shown = subprocess.run(show, capture_output=True, text=True).stdout
+        shown = cli.coevo("show-run", agent, tasks.update.id, "--db", str(db)).stdout
         assert f"test_rectangle {mark}" in shown, shown
 
 
@@ -367,14 +364,13 @@ def agents_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path: Path) -> None:
     db = tmp_path / "c.db"
     _copy_db(tasks.db, db)
-    exe = Path(sys.executable).parent / "coevo"
     env_work = {"COEVO_WORK": str(tmp_path / "work"), "COEVO_VENVS": str(tasks.venvs)}
     for agent in ("pass_both", "edits_production", "syntax_error", "snoop", "hangs", "vacuous"):
         track = [] if agent == "vacuous" else ["--track", "generation"]
-        result = subprocess.run(
-            [str(exe), "score", "--agent", agent, "--agents-file", str(agents_file), "--db", str(db),
-             "--backend", "docker", *track, "--timeout", "120", "--reruns", "1"],
-            capture_output=True, text=True, env={**os.environ, **env_work}, check=False,
+        result = cli.coevo(
+            "score", "--agent", agent, "--agents-file", str(agents_file), "--db", str(db),
+            "--backend", "docker", *track, "--timeout", "120", "--reruns", "1",
+            env={**os.environ, **env_work},
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     gid = tasks.generation.id
@@ -414,13 +410,11 @@ def test_command_agents_in_containers(tasks: Tasks, agents_file: Path, tmp_path:
     assert "LEAKS []" in log, log
     assert "NETWORK blocked" in log, log
 
-    show = [str(exe), "show-run", "edits_production", gid, "--db", str(db)]
-    shown = subprocess.run(show, capture_output=True, text=True, check=False)
+    shown = cli.coevo("show-run", "edits_production", gid, "--db", str(db))
     assert (
         "discarded changes to: shapes.py" in shown.stdout and "--- diff of the test file ---" in shown.stdout
     )
-    board_command = [str(exe), "leaderboard", "--db", str(db), "--json"]
-    board = json.loads(subprocess.run(board_command, capture_output=True, text=True, check=False).stdout)
+    board = json.loads(cli.coevo("leaderboard", "--db", str(db), "--json").stdout)
     assert board[0]["agent"] == "edits_production" and board[0]["success_rate"] == 100.0
     with open_store(db).session() as s:
         assert s.exec(select(Repository)).one().name == "example"

@@ -19,6 +19,7 @@ from runners.sandbox.docker_sandbox import LABEL, OWNER_LABEL, docker_client
 from runners.scoring.agents import find_agent
 from runners.scoring.scorer import ScoreOptions, leaderboard, score
 from tasks import AgentRun, GoldCheck, Task, open_store
+from tests import cli
 from tests.curation.small import mined_and_curated
 from tests.gitrepo import GitRepo
 from tests.shared import curated_once
@@ -51,9 +52,7 @@ def test_no_docker_daemon_stores_no_score_and_redo_keeps_the_old_ones(
     down = {**env, "DOCKER_HOST": "tcp://127.0.0.1:9"}
 
     def coevo(*args: str, environment: dict[str, str] = env) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [COEVO, *args, "--db", str(db)], capture_output=True, text=True, env=environment
-        )
+        return cli.coevo(*args, "--db", str(db), env=environment)
 
     failed = coevo("score", "--agent", "gold", "--backend", "docker", environment=down)
     assert failed.returncode == 1
@@ -216,7 +215,7 @@ def test_sigkill_of_score_while_an_agent_runs_then_a_new_score_leaves_nothing_be
         "TMPDIR": str(temporary),
     }
     for args in (("mine", str(tmp_path / "example")), ("curate", "--backend", "local", "--reruns", "1")):
-        done = subprocess.run([COEVO, *args, "--db", str(db)], capture_output=True, text=True, env=env)
+        done = cli.coevo(*args, "--db", str(db), env=env)
         assert done.returncode == 0, done.stderr
     with open_store(db).session() as session:
         tasks = sorted(session.exec(select(Task)).all(), key=lambda t: (t.rev2_date, t.id))

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import pytest
 
 from tasks import TaskStatus, Track, list_tasks, open_store
+from tests.cli import coevo
 from tests.gitrepo import GitRepo
 from tests.web.conftest import Watched
 from tests.web.sites import AGENTS, PAYLOADS, synthetic_store
@@ -81,7 +81,8 @@ def test_a_task_page_shows_both_diffs_and_the_matrix(
 
 def _leaderboard(db: Path, after: str | None) -> list[dict[str, Any]]:
     args = ["leaderboard", "--db", str(db), "--json", *(["--after", after] if after else [])]
-    result = subprocess.run([str(EXE), *args], capture_output=True, text=True, check=True)
+    result = coevo(*args)
+    assert result.returncode == 0, result.stderr
     return [{k: v for k, v in s.items() if k != "groups"} for s in json.loads(result.stdout)]
 
 
@@ -205,10 +206,18 @@ def test_a_mined_commit_with_hostile_message_and_code_renders_as_text(
         "--site",
         str(tmp_path / "site"),
     )
-    ran = subprocess.run(
-        [str(EXE), "run", str(repo.path), "--backend", "local", "--reruns", "1", *outputs],
-        capture_output=True, text=True, check=False, cwd=tmp_path, env=env, timeout=900,
-    )  # fmt: skip
+    ran = coevo(
+        "run",
+        str(repo.path),
+        "--backend",
+        "local",
+        "--reruns",
+        "1",
+        *outputs,
+        cwd=tmp_path,
+        env=env,
+        timeout=900,
+    )
     assert ran.returncode == 0, ran.stderr
     [task_page] = (tmp_path / "site" / "tasks").iterdir()
     page = browser_page.page

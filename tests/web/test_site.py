@@ -4,22 +4,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 
 from tasks import Task, TaskStatus, open_store
+from tests.cli import coevo
 from tests.web.sites import HOSTILE, PAYLOADS, synthetic_store
 from web import SiteError, render_site
-
-EXE = Path(sys.executable).parent / "coevo"
-
-
-def coevo(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(EXE), *args], capture_output=True, text=True, check=False, cwd=cwd)
 
 
 def files(folder: Path) -> dict[str, bytes]:
