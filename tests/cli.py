@@ -34,14 +34,16 @@ EXE = Path(sys.executable).parent / "coevo"
 """The installed console script, as a user starts it."""
 
 _SERVER = r"""
-import array, gc, json, os, signal, socket, struct, sys, tempfile
+import sys
+
+sys.path[0] = sys.argv[3]  # the console script's folder, not the working folder, as for the script
+
+import array, gc, json, os, signal, socket, struct, tempfile
 
 import click
 import sqlalchemy.orm
 
 from coevo.cli import _COMMANDS, app, entry_point
-
-sys.path[0] = sys.argv[3]  # the console script's folder, not the working folder, as for the script
 
 for _name in _COMMANDS:  # every command's module, as its first use would load it
     app.get_command(click.Context(app), _name)
@@ -51,8 +53,9 @@ gc.freeze()  # what importing made stays out of the forks' collections while the
 
 def _serve(path, parent):
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    listener.bind(path)
+    listener.bind(path + ".new")
     listener.listen(16)
+    os.rename(path + ".new", path)  # the path appears listening: no client connects in between
     listener.settimeout(1.0)
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # monitors reaped by the kernel
     while True:
