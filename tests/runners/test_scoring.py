@@ -459,7 +459,7 @@ def test_gold_on_java_tasks_kills_the_focal_mutants_and_an_imported_snapshot_sco
     first = export(db, tmp_path / "one")
     imported = tmp_path / "imported.db"
     assert coevo("import", str(first), "--db", str(imported)).returncode == 0
-    again = export(imported, tmp_path / "two")
+    again = export(imported, tmp_path / "two", fresh=True)
     assert again.name == first.name
     assert contents(again) == contents(first)
     clone = tmp_path / "elsewhere"
